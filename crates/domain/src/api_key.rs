@@ -1,0 +1,332 @@
+//! API keys (decision A9).
+//!
+//! A key reads `as_live_<id>_<secret>` in production and `as_test_<id>_<secret>` in staging.
+//! The id is short, public and safe to show in listings and logs; the secret is 32 random
+//! alphanumeric characters (about 190 bits). The store keeps only the SHA-256 digest of the
+//! whole key, so a leaked database does not leak usable keys, and digests are compared in
+//! constant time.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::SystemTime;
+
+use rand::Rng;
+use rand::distr::Alphanumeric;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use thiserror::Error;
+
+use crate::plan::Plan;
+
+/// Where a key is valid. A server runs in one environment and refuses keys of the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Environment {
+    /// The production service; keys start with `as_live_`.
+    #[default]
+    Production,
+    /// The staging service; keys start with `as_test_`.
+    Staging,
+}
+
+impl Environment {
+    /// The prefix every key of this environment starts with.
+    pub const fn key_prefix(self) -> &'static str {
+        match self {
+            Self::Production => "as_live_",
+            Self::Staging => "as_test_",
+        }
+    }
+
+    /// The environment's name, as configured and stored.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Production => "production",
+            Self::Staging => "staging",
+        }
+    }
+}
+
+impl FromStr for Environment {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "production" => Ok(Self::Production),
+            "staging" => Ok(Self::Staging),
+            other => Err(format!(
+                "unknown environment {other:?}: expected production or staging"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The public id of a key: 12 lowercase letters and digits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyId(String);
+
+/// A string that is not a key id.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{0:?} is not a key id: expected 12 lowercase letters and digits")]
+pub struct InvalidKeyId(pub String);
+
+impl KeyId {
+    const LEN: usize = 12;
+
+    /// Parses a key id, as `keys revoke` receives it.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidKeyId`] when `id` is not 12 lowercase letters and digits.
+    pub fn parse(id: &str) -> Result<Self, InvalidKeyId> {
+        if id.len() == Self::LEN
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        {
+            Ok(Self(id.to_owned()))
+        } else {
+            Err(InvalidKeyId(id.to_owned()))
+        }
+    }
+
+    fn generate(rng: &mut impl Rng) -> Self {
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        Self(
+            (0..Self::LEN)
+                .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+                .collect(),
+        )
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The SHA-256 digest of a whole key: all the store knows of the secret.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct KeyDigest([u8; 32]);
+
+impl KeyDigest {
+    /// The digest of `key`, exactly as presented.
+    pub fn of(key: &str) -> Self {
+        Self(Sha256::digest(key.as_bytes()).into())
+    }
+
+    /// Rebuilds a digest from stored bytes; `None` unless there are exactly 32.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(Self)
+    }
+
+    /// The digest's bytes, for storage.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Compares two digests in time that does not depend on where they differ.
+    pub fn matches(&self, other: &Self) -> bool {
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
+impl fmt::Debug for KeyDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeyDigest(..)")
+    }
+}
+
+/// A whole key, secret included. It exists only while a key is being issued; its `Debug`
+/// hides the secret so it cannot end up in a log by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKeySecret(String);
+
+impl ApiKeySecret {
+    const SECRET_LEN: usize = 32;
+
+    /// A fresh random key for `environment`, and its id.
+    pub fn generate(environment: Environment) -> (KeyId, Self) {
+        let mut rng = rand::rng();
+        let id = KeyId::generate(&mut rng);
+        let secret: String = (&mut rng)
+            .sample_iter(Alphanumeric)
+            .take(Self::SECRET_LEN)
+            .map(char::from)
+            .collect();
+        let key = format!("{}{id}_{secret}", environment.key_prefix());
+        (id, Self(key))
+    }
+
+    /// The key as the client must send it. Show it once, never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The digest the store keeps.
+    pub fn digest(&self) -> KeyDigest {
+        KeyDigest::of(&self.0)
+    }
+}
+
+impl fmt::Debug for ApiKeySecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKeySecret(..)")
+    }
+}
+
+/// The parts of a presented key that can be checked before asking the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PresentedKey {
+    /// The environment its prefix names.
+    pub environment: Environment,
+    /// The id it carries.
+    pub id: KeyId,
+    /// The digest of the whole key.
+    pub digest: KeyDigest,
+}
+
+impl PresentedKey {
+    /// Parses a key as a client sent it; `None` when it does not have the shape of a key.
+    pub fn parse(key: &str) -> Option<Self> {
+        let (environment, rest) = [Environment::Production, Environment::Staging]
+            .into_iter()
+            .find_map(|env| key.strip_prefix(env.key_prefix()).map(|rest| (env, rest)))?;
+        let (id, secret) = rest.split_once('_')?;
+        let well_formed = secret.len() == ApiKeySecret::SECRET_LEN
+            && secret.bytes().all(|b| b.is_ascii_alphanumeric());
+        if !well_formed {
+            return None;
+        }
+        Some(Self {
+            environment,
+            id: KeyId::parse(id).ok()?,
+            digest: KeyDigest::of(key),
+        })
+    }
+}
+
+/// A key's optional human name: 1 to 100 characters, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeyName(String);
+
+/// Why a string is not a valid [`KeyName`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("a key name must be 1 to 100 characters without control characters")]
+pub struct KeyNameError;
+
+impl KeyName {
+    /// Validates a key name.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyNameError`] when the name is empty, blank, too long or holds control characters.
+    pub fn new(name: &str) -> Result<Self, KeyNameError> {
+        let ok = !name.trim().is_empty()
+            && name.chars().count() <= 100
+            && !name.chars().any(char::is_control);
+        if ok {
+            Ok(Self(name.to_owned()))
+        } else {
+            Err(KeyNameError)
+        }
+    }
+
+    /// The name as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An API key as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Its public id.
+    pub id: KeyId,
+    /// A name to tell keys apart, if one was given.
+    pub name: Option<KeyName>,
+    /// The plan that sets its quotas.
+    pub plan: Plan,
+    /// Where it is valid.
+    pub environment: Environment,
+    /// The digest of the whole key.
+    pub digest: KeyDigest,
+    /// When it was issued.
+    pub created_at: SystemTime,
+    /// When it last authenticated a request (kept to the minute, not to the request).
+    pub last_used_at: Option<SystemTime>,
+    /// When it was revoked; a revoked key authenticates nothing.
+    pub revoked_at: Option<SystemTime>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn generated_keys_parse_back_with_their_id_and_digest() {
+        for env in [Environment::Production, Environment::Staging] {
+            let (id, secret) = ApiKeySecret::generate(env);
+            assert!(secret.expose().starts_with(env.key_prefix()));
+            let presented = PresentedKey::parse(secret.expose()).expect("a generated key parses");
+            assert_eq!(presented.environment, env);
+            assert_eq!(presented.id, id);
+            assert!(presented.digest.matches(&secret.digest()));
+        }
+    }
+
+    #[test]
+    fn malformed_keys_do_not_parse() {
+        let (_, secret) = ApiKeySecret::generate(Environment::Production);
+        let key = secret.expose();
+        assert!(PresentedKey::parse(&key[..key.len() - 1]).is_none());
+        assert!(PresentedKey::parse(&format!("{key}x")).is_none());
+        assert!(PresentedKey::parse(&key.replace("as_live_", "as_prod_")).is_none());
+        assert!(PresentedKey::parse("").is_none());
+        assert!(PresentedKey::parse("as_live_").is_none());
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let (_, secret) = ApiKeySecret::generate(Environment::Production);
+        assert!(!format!("{secret:?}").contains(&secret.expose()[8..]));
+        assert!(!format!("{:?}", secret.digest()).contains('0'));
+    }
+
+    #[test]
+    fn key_ids_and_names_are_validated() {
+        assert!(KeyId::parse("abcdef012345").is_ok());
+        assert!(KeyId::parse("ABCDEF012345").is_err());
+        assert!(KeyId::parse("abc").is_err());
+        assert!(KeyName::new("ci bot").is_ok());
+        assert!(KeyName::new(" ").is_err());
+        assert!(KeyName::new("a\tb").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn digests_match_only_the_same_key(a in "\\PC{0,64}", b in "\\PC{0,64}") {
+            prop_assert_eq!(KeyDigest::of(&a).matches(&KeyDigest::of(&b)), a == b);
+        }
+
+        #[test]
+        fn arbitrary_strings_parse_only_if_shaped_like_keys(s in "\\PC{0,80}") {
+            if let Some(p) = PresentedKey::parse(&s) {
+                prop_assert!(s.starts_with(p.environment.key_prefix()));
+                prop_assert_eq!(s.len(), 8 + 12 + 1 + 32);
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The domain of Animal Store: what a pet is, what an API key and a plan are, the ports the
+//! outside world must provide, and the use cases that tie them together.
+//!
+//! # Layout
+//!
+//! - [`pet`]: [`Pet`], [`NewPet`] and the validated values they are made of. Every rule of the
+//!   contract lives in exactly one constructor, so an invalid value cannot exist.
+//! - [`plan`]: the plans and their request quotas.
+//! - [`api_key`]: API keys, their public id, their secret and its digest.
+//! - [`ports`]: the traits adapters implement (storage, clock).
+//! - [`service`]: the use cases the HTTP layer and the command line call.
+//!
+//! This crate performs no I/O and names no web, database or cache crate: adapters live in
+//! `animal-store-infra`, HTTP in `animal-store-api`.
+
+pub mod api_key;
+pub mod pet;
+pub mod plan;
+pub mod ports;
+pub mod service;
+
+pub use api_key::{ApiKey, ApiKeySecret, Environment, KeyDigest, KeyId, KeyName, KeyNameError};
+pub use pet::{
+    CategoryId, CategoryIdError, NewPet, PageLimit, PageLimitError, Pet, PetId, PetName,
+    PetNameError, PetStatus, UnknownPetStatus,
+};
+pub use plan::{Plan, PlanError, Quota};
+pub use ports::{ApiKeyStore, Clock, PetRepository, RepositoryError};
+pub use service::{
+    GetPetError, IssuedKey, KeyService, PetPage, PetQuery, PetService, RevokeKeyError,
+};

@@ -1,0 +1,346 @@
+//! Pets and the values they are made of.
+//!
+//! Each value type has a single constructor that enforces its rule (decision A4 of the design):
+//! a name is 1 to 100 characters, not blank, without control characters; a category id is a
+//! positive integer; a status is one of `available`, `pending`, `sold` and defaults to
+//! `available`. Once built, a value is valid for its whole life.
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+/// The identifier the store assigns to a pet when it is added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PetId(i64);
+
+impl PetId {
+    /// Wraps an id as stored or as sent by a client. Any integer is a possible id; ids the
+    /// store has never assigned simply find nothing.
+    pub const fn new(id: i64) -> Self {
+        Self(id)
+    }
+
+    /// The id as an integer.
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for PetId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A pet's name: 1 to 100 characters, not only whitespace, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PetName(String);
+
+/// Why a string is not a valid [`PetName`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PetNameError {
+    /// The name is the empty string.
+    #[error("name must not be empty")]
+    Empty,
+    /// The name is made of whitespace only.
+    #[error("name must not be blank")]
+    Blank,
+    /// The name has more than [`PetName::MAX_CHARS`] characters.
+    #[error("name must be at most 100 characters long, got {0}")]
+    TooLong(usize),
+    /// The name contains a control character (a newline, a tab, NUL...).
+    #[error("name must not contain control characters")]
+    ControlCharacter,
+}
+
+impl PetName {
+    /// The longest name accepted, in Unicode scalar values (characters), not bytes.
+    pub const MAX_CHARS: usize = 100;
+
+    /// Validates a name.
+    ///
+    /// # Errors
+    ///
+    /// [`PetNameError`] names the rule the input breaks.
+    pub fn new(name: &str) -> Result<Self, PetNameError> {
+        if name.is_empty() {
+            return Err(PetNameError::Empty);
+        }
+        let chars = name.chars().count();
+        if chars > Self::MAX_CHARS {
+            return Err(PetNameError::TooLong(chars));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(PetNameError::ControlCharacter);
+        }
+        if name.trim().is_empty() {
+            return Err(PetNameError::Blank);
+        }
+        Ok(Self(name.to_owned()))
+    }
+
+    /// The name as given by the client.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PetName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The id of the category a pet belongs to. Categories are not modelled: any positive id is
+/// accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CategoryId(i64);
+
+/// Why an integer is not a valid [`CategoryId`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("categoryId must be an integer of at least 1, got {0}")]
+pub struct CategoryIdError(pub i64);
+
+impl CategoryId {
+    /// Validates a category id.
+    ///
+    /// # Errors
+    ///
+    /// [`CategoryIdError`] when `id` is zero or negative.
+    pub const fn new(id: i64) -> Result<Self, CategoryIdError> {
+        if id >= 1 {
+            Ok(Self(id))
+        } else {
+            Err(CategoryIdError(id))
+        }
+    }
+
+    /// The id as an integer.
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+/// Whether a pet can be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PetStatus {
+    /// The pet is in the store and can be bought. The default for a new pet.
+    #[default]
+    Available,
+    /// The pet is promised to a customer.
+    Pending,
+    /// The pet has left the store.
+    Sold,
+}
+
+/// A string that is not one of the statuses.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("status must be one of available, pending, sold; got {0:?}")]
+pub struct UnknownPetStatus(pub String);
+
+impl PetStatus {
+    /// Every status, in the order the contract lists them.
+    pub const ALL: [Self; 3] = [Self::Available, Self::Pending, Self::Sold];
+
+    /// The wire and storage spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Available => "available",
+            Self::Pending => "pending",
+            Self::Sold => "sold",
+        }
+    }
+}
+
+impl FromStr for PetStatus {
+    type Err = UnknownPetStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| UnknownPetStatus(s.to_owned()))
+    }
+}
+
+impl fmt::Display for PetStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A pet as a client asks to add it: every field already valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPet {
+    /// The pet's name.
+    pub name: PetName,
+    /// The category it belongs to.
+    pub category_id: CategoryId,
+    /// Its status; [`PetStatus::Available`] when the client sent none.
+    pub status: PetStatus,
+}
+
+/// A pet in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pet {
+    /// The id the store assigned.
+    pub id: PetId,
+    /// The pet's name.
+    pub name: PetName,
+    /// The category it belongs to.
+    pub category_id: CategoryId,
+    /// Its status.
+    pub status: PetStatus,
+}
+
+impl Pet {
+    /// The pet that `new` becomes once the store has given it `id`.
+    pub fn from_new(id: PetId, new: NewPet) -> Self {
+        Self {
+            id,
+            name: new.name,
+            category_id: new.category_id,
+            status: new.status,
+        }
+    }
+}
+
+/// How many pets one page of a listing holds: 1 to 100, 20 by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLimit(u8);
+
+/// Why an integer is not a valid [`PageLimit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("limit must be between 1 and 100, got {0}")]
+pub struct PageLimitError(pub i64);
+
+impl PageLimit {
+    /// The smallest page.
+    pub const MIN: u8 = 1;
+    /// The largest page.
+    pub const MAX: u8 = 100;
+    /// The page size when the client gives none.
+    pub const DEFAULT: Self = Self(20);
+
+    /// Validates a page size.
+    ///
+    /// # Errors
+    ///
+    /// [`PageLimitError`] when `limit` is outside `1..=100`.
+    pub fn new(limit: i64) -> Result<Self, PageLimitError> {
+        u8::try_from(limit)
+            .ok()
+            .filter(|l| (Self::MIN..=Self::MAX).contains(l))
+            .map(Self)
+            .ok_or(PageLimitError(limit))
+    }
+
+    /// The page size.
+    pub const fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl Default for PageLimit {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn name_rules() {
+        assert_eq!(PetName::new(""), Err(PetNameError::Empty));
+        assert_eq!(PetName::new("   "), Err(PetNameError::Blank));
+        assert_eq!(PetName::new("a\nb"), Err(PetNameError::ControlCharacter));
+        assert_eq!(PetName::new("a\u{0}"), Err(PetNameError::ControlCharacter));
+        assert_eq!(
+            PetName::new(&"x".repeat(101)),
+            Err(PetNameError::TooLong(101))
+        );
+        assert_eq!(
+            PetName::new(&"é".repeat(100)).map(|n| n.as_str().chars().count()),
+            Ok(100)
+        );
+        assert_eq!(
+            PetName::new(" Rex ").map(|n| n.to_string()),
+            Ok(" Rex ".to_owned())
+        );
+    }
+
+    #[test]
+    fn category_rules() {
+        assert_eq!(CategoryId::new(0), Err(CategoryIdError(0)));
+        assert_eq!(CategoryId::new(-5), Err(CategoryIdError(-5)));
+        assert_eq!(CategoryId::new(1).map(CategoryId::get), Ok(1));
+        assert_eq!(CategoryId::new(i64::MAX).map(CategoryId::get), Ok(i64::MAX));
+    }
+
+    #[test]
+    fn status_spelling_round_trips_and_defaults_to_available() {
+        for status in PetStatus::ALL {
+            assert_eq!(status.as_str().parse::<PetStatus>(), Ok(status));
+        }
+        assert_eq!(PetStatus::default(), PetStatus::Available);
+        assert!("Available".parse::<PetStatus>().is_err());
+        assert!("".parse::<PetStatus>().is_err());
+    }
+
+    #[test]
+    fn page_limit_rules() {
+        assert_eq!(PageLimit::default().get(), 20);
+        assert_eq!(PageLimit::new(1).map(PageLimit::get), Ok(1));
+        assert_eq!(PageLimit::new(100).map(PageLimit::get), Ok(100));
+        assert_eq!(PageLimit::new(0), Err(PageLimitError(0)));
+        assert_eq!(PageLimit::new(101), Err(PageLimitError(101)));
+        assert_eq!(PageLimit::new(-1), Err(PageLimitError(-1)));
+        assert_eq!(PageLimit::new(356), Err(PageLimitError(356)));
+    }
+
+    proptest! {
+        #[test]
+        fn any_valid_name_is_kept_verbatim(name in "[^\\p{Cc}]{1,100}") {
+            prop_assume!(!name.trim().is_empty());
+            prop_assert_eq!(PetName::new(&name).map(|n| n.as_str().to_owned()), Ok(name));
+        }
+
+        #[test]
+        fn a_name_with_a_control_character_is_refused(
+            head in "[a-z]{0,40}", control in "\\p{Cc}", tail in "[a-z]{0,40}"
+        ) {
+            let name = format!("{head}{control}{tail}");
+            prop_assert_eq!(PetName::new(&name), Err(PetNameError::ControlCharacter));
+        }
+
+        #[test]
+        fn names_longer_than_100_characters_are_refused(name in "[a-zé]{101,300}") {
+            prop_assert_eq!(PetName::new(&name), Err(PetNameError::TooLong(name.chars().count())));
+        }
+
+        #[test]
+        fn whitespace_only_names_are_refused(name in "[ \u{a0}\u{2003}]{1,100}") {
+            prop_assert_eq!(PetName::new(&name), Err(PetNameError::Blank));
+        }
+
+        #[test]
+        fn category_ids_are_accepted_exactly_when_positive(id in any::<i64>()) {
+            prop_assert_eq!(CategoryId::new(id).is_ok(), id >= 1);
+        }
+
+        #[test]
+        fn page_limits_are_accepted_exactly_in_range(limit in any::<i64>()) {
+            prop_assert_eq!(PageLimit::new(limit).is_ok(), (1..=100).contains(&limit));
+        }
+
+        #[test]
+        fn unknown_status_strings_are_refused(s in "\\PC{0,20}") {
+            prop_assume!(!["available", "pending", "sold"].contains(&s.as_str()));
+            prop_assert!(s.parse::<PetStatus>().is_err());
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The ports: what the domain needs from the outside world, as small traits.
+//!
+//! Adapters in `animal-store-infra` implement them for SQLite, PostgreSQL and memory; every
+//! adapter of a port passes the same conformance suite. Ports are used as `Arc<dyn Port>` so
+//! the adapter is picked at run time from configuration.
+
+use std::error::Error as StdError;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use thiserror::Error;
+
+use crate::api_key::{ApiKey, KeyDigest, KeyId};
+use crate::pet::{NewPet, Pet, PetId, PetStatus};
+
+/// The boxed cause of a storage failure, kept for logs.
+pub type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// A storage operation that did not happen.
+#[derive(Debug, Error)]
+pub enum RepositoryError {
+    /// A record with the same unique value exists already.
+    #[error("a record with the same unique value already exists")]
+    Duplicate,
+    /// The store could not be reached in time (busy, unreachable, pool exhausted). Retrying
+    /// later may succeed.
+    #[error("the store is unavailable")]
+    Unavailable(#[source] BoxError),
+    /// The store failed in a way retrying will not fix.
+    #[error("the store failed")]
+    Backend(#[source] BoxError),
+}
+
+/// Where pets are kept.
+#[async_trait]
+pub trait PetRepository: Send + Sync + 'static {
+    /// Stores a new pet durably and returns it with the id the store assigned. Ids grow: a
+    /// pet added later has a greater id.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the pet could not be stored; nothing is stored then.
+    async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError>;
+
+    /// The pet with this id, if there is one.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError>;
+
+    /// Up to `limit` pets whose id is greater than `after` (all when `None`) and, when
+    /// `status` is given, whose status is `status`, ordered by id ascending.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn list(
+        &self,
+        status: Option<PetStatus>,
+        after: Option<PetId>,
+        limit: usize,
+    ) -> Result<Vec<Pet>, RepositoryError>;
+}
+
+/// Where API keys are kept.
+#[async_trait]
+pub trait ApiKeyStore: Send + Sync + 'static {
+    /// Stores a new key.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError::Duplicate`] when a key with the same id or digest exists; other
+    /// [`RepositoryError`]s when the store fails.
+    async fn create(&self, key: &ApiKey) -> Result<(), RepositoryError>;
+
+    /// The key whose digest is `digest`, revoked or not.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError>;
+
+    /// Every key, revoked ones included, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError>;
+
+    /// Marks the key revoked at `at` and returns it; a key revoked before keeps its first
+    /// revocation time. `None` when no key has this id.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError>;
+
+    /// Records that the key authenticated a request at `at`.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError>;
+}
+
+/// The time. A port so that tests can stand at any instant (a sunset in 2030, a UTC
+/// midnight) without waiting.
+pub trait Clock: Send + Sync + 'static {
+    /// The current instant.
+    fn now(&self) -> SystemTime;
+}

@@ -1,0 +1,106 @@
+//! `cargo xtask ci`: everything CI checks, runnable locally with one command.
+//!
+//! Every step runs even after an earlier one failed, so one run reports all the
+//! problems at once; the exit status is non-zero if any step failed.
+
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::Result;
+
+use crate::cmd;
+use crate::postgres::Postgres;
+use crate::tidy;
+
+/// Names of the steps that failed so far.
+#[derive(Default)]
+struct Steps {
+    failed: Vec<String>,
+}
+
+impl Steps {
+    /// Announces a step, runs it, and records (rather than propagates) its failure.
+    fn run(&mut self, name: &str, step: impl FnOnce() -> Result<()>) {
+        cmd::header(name);
+        if let Err(err) = step() {
+            eprintln!("error: {err:?}");
+            self.failed.push(name.to_owned());
+        }
+    }
+
+    fn command(&mut self, mut command: Command) {
+        let name = cmd::describe(&command);
+        self.run(&name, || cmd::run(&mut command));
+    }
+}
+
+pub fn run(root: &Path) -> Result<ExitCode> {
+    let mut steps = Steps::default();
+
+    let mut fmt = cmd::cargo(root);
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    steps.command(fmt);
+
+    steps.run("tidy", || tidy::check(root));
+
+    let mut clippy = cmd::cargo(root);
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    steps.command(clippy);
+
+    cmd::header("start throwaway PostgreSQL");
+    match Postgres::start() {
+        Ok(server) => {
+            run_tests(root, &server, &mut steps);
+            // Stop now rather than at the end of the function so the server's
+            // shutdown shows up before the summary line.
+            drop(server);
+        }
+        Err(err) => {
+            eprintln!("error: {err:?}");
+            eprintln!("error: skipping tests, they need PostgreSQL");
+            steps.failed.push("start throwaway PostgreSQL".to_owned());
+        }
+    }
+
+    if steps.failed.is_empty() {
+        cmd::header("ci passed");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        cmd::header(&format!("ci FAILED: {}", steps.failed.join("; ")));
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn run_tests(root: &Path, server: &Postgres, steps: &mut Steps) {
+    let nextest = has_nextest(root);
+
+    let mut tests = cmd::cargo(root);
+    if nextest {
+        tests.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
+    } else {
+        tests.args(["test", "--workspace", "--no-fail-fast"]);
+    }
+    server.apply_env(&mut tests);
+    steps.command(tests);
+
+    // nextest does not run doc tests; plain `cargo test` already did them above,
+    // so running them again would only cost time.
+    if nextest {
+        let mut doc_tests = cmd::cargo(root);
+        doc_tests.args(["test", "--workspace", "--doc"]);
+        server.apply_env(&mut doc_tests);
+        steps.command(doc_tests);
+    }
+}
+
+/// Whether `cargo nextest` is installed; it is faster and isolates tests in
+/// separate processes, but CI must not depend on it being there.
+fn has_nextest(root: &Path) -> bool {
+    cmd::cargo(root)
+        .args(["nextest", "--version"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}

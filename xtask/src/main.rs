@@ -1,0 +1,124 @@
+//! Project automation for the Animal Store workspace, run as `cargo xtask <task>`.
+//!
+//! Tasks live here rather than in shell scripts so they behave the same on every
+//! developer machine and in CI, and so they are type-checked and linted like the
+//! rest of the workspace. Run `cargo xtask help` for the list of tasks.
+
+mod ci;
+mod cmd;
+mod openapi;
+mod postgres;
+mod tidy;
+
+use std::ffi::OsString;
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result};
+
+use crate::postgres::Postgres;
+
+const USAGE: &str = "\
+Usage: cargo xtask <task> [args...]
+
+Tasks:
+  ci                      cargo fmt --check, tidy, clippy, then all tests (and doc tests)
+                          against a throwaway PostgreSQL server
+  postgres -- <cmd...>    run <cmd> with a throwaway PostgreSQL server; the command gets
+                          ANIMAL_STORE_TEST_POSTGRES_URL and ANIMAL_STORE_REQUIRE_POSTGRES=1
+  openapi [--check]       regenerate docs/openapi.json, or fail if it is out of date
+  bench [args...]         cargo bench --workspace [args...]
+  tidy                    require //! docs atop every .rs file and no placeholder macros
+                          under crates/, xtask/ and tests/
+  help                    show this message
+";
+
+/// Exit status for command-line misuse, the usual convention (clap, getopt tools).
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(err) => {
+            // `{:?}` on anyhow prints the whole context chain, which is what makes
+            // a failure in a nested step understandable.
+            eprintln!("error: {err:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<ExitCode> {
+    // `args_os` so that `postgres -- <cmd>` can forward arguments that are not UTF-8.
+    let mut args = std::env::args_os().skip(1);
+    let Some(task) = args.next() else {
+        return Ok(usage_error());
+    };
+    let rest: Vec<OsString> = args.collect();
+    let root = cmd::workspace_root()?;
+
+    match (task.to_str(), rest.as_slice()) {
+        (Some("ci"), []) => ci::run(&root),
+        (Some("postgres"), _) => postgres_task(rest),
+        (Some("openapi"), []) => openapi::run(&root, false),
+        (Some("openapi"), [flag]) if flag == "--check" => openapi::run(&root, true),
+        (Some("bench"), _) => bench(&root, &rest),
+        (Some("tidy"), []) => {
+            tidy::check(&root)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        (Some("help" | "-h" | "--help"), _) => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => {
+            eprintln!("error: unknown task or arguments: {task:?} {rest:?}\n");
+            Ok(usage_error())
+        }
+    }
+}
+
+fn usage_error() -> ExitCode {
+    eprint!("{USAGE}");
+    ExitCode::from(USAGE_ERROR)
+}
+
+/// `cargo xtask postgres -- <cmd...>`: lets developers run a subset of tests (or
+/// `psql`) against the same kind of server CI uses.
+fn postgres_task(args: Vec<OsString>) -> Result<ExitCode> {
+    let mut args = args.into_iter().peekable();
+    // The `--` is optional: cargo's alias already consumed one, and people forget.
+    if args.peek().is_some_and(|arg| arg == "--") {
+        args.next();
+    }
+    let Some(program) = args.next() else {
+        eprintln!("error: `cargo xtask postgres` needs a command to run\n");
+        return Ok(usage_error());
+    };
+
+    let server = Postgres::start().context("could not start a throwaway PostgreSQL server")?;
+    let mut command = Command::new(&program);
+    command.args(args);
+    server.apply_env(&mut command);
+    let description = cmd::describe(&command);
+    cmd::header(&description);
+    let status = command
+        .status()
+        .with_context(|| format!("could not run `{description}`"))?;
+    // Stop the server before exiting: `ExitCode` is returned, not `process::exit`ed,
+    // but being explicit keeps the order of the log lines obvious.
+    drop(server);
+    Ok(cmd::exit_code(status))
+}
+
+/// `cargo xtask bench [args...]`: a thin wrapper so benches are discoverable next to
+/// the other tasks.
+fn bench(root: &std::path::Path, args: &[OsString]) -> Result<ExitCode> {
+    let mut command = cmd::cargo(root);
+    command.args(["bench", "--workspace"]).args(args);
+    let description = cmd::describe(&command);
+    cmd::header(&description);
+    let status = command
+        .status()
+        .with_context(|| format!("could not run `{description}`"))?;
+    Ok(cmd::exit_code(status))
+}

@@ -1,0 +1,101 @@
+//! `cargo xtask tidy`: cheap source-hygiene checks that rustfmt and clippy do not do.
+//!
+//! Every `.rs` file must open with a `//!` comment saying what it is for, and no
+//! file may still contain a placeholder `todo` or `unimplemented` macro call (clippy
+//! only warns about those in code it compiles, not in docs, tests behind features,
+//! or non-Rust files such as README snippets).
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+/// Directories (relative to the workspace root) whose files are checked.
+const CHECKED_DIRS: [&str; 3] = ["crates", "xtask", "tests"];
+
+/// Text that must not appear anywhere. Built with `concat!` so that this file does
+/// not trip its own check.
+const FORBIDDEN: [&str; 2] = [concat!("todo", "!("), concat!("unimplemented", "!(")];
+
+/// Runs the checks, printing every problem and failing if there was any.
+pub fn check(root: &Path) -> Result<()> {
+    let mut files = Vec::new();
+    for dir in CHECKED_DIRS {
+        let dir = root.join(dir);
+        if dir.is_dir() {
+            collect_files(&dir, &mut files)?;
+        }
+    }
+    files.sort();
+
+    let mut problems = Vec::new();
+    for file in &files {
+        let contents = match fs::read(file) {
+            Ok(contents) => contents,
+            // Someone may be editing the tree while we walk it; a vanished file
+            // has nothing left to check.
+            Err(err) if err.kind() == ErrorKind::NotFound => continue,
+            Err(err) => {
+                return Err(err).with_context(|| format!("could not read {}", file.display()));
+            }
+        };
+        let shown = file.strip_prefix(root).unwrap_or(file).display();
+        if file.extension().is_some_and(|ext| ext == "rs") && !starts_with_module_doc(&contents)
+        {
+            problems.push(format!("{shown}: does not start with a `//!` doc comment"));
+        }
+        for needle in FORBIDDEN {
+            if contains(&contents, needle.as_bytes()) {
+                problems.push(format!("{shown}: contains `{needle}`"));
+            }
+        }
+    }
+
+    if problems.is_empty() {
+        eprintln!("tidy: {} files OK", files.len());
+        return Ok(());
+    }
+    for problem in &problems {
+        eprintln!("  {problem}");
+    }
+    bail!("tidy found {} problem(s), listed above", problems.len());
+}
+
+/// Recursively lists the regular files under `dir`.
+fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = fs::read_dir(dir).with_context(|| format!("could not list {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("could not list {}", dir.display()))?;
+        // `DirEntry::file_type` does not follow symlinks, so a link cannot make
+        // us walk outside the tree or loop forever.
+        let file_type = entry
+            .file_type()
+            .with_context(|| format!("could not stat {}", entry.path().display()))?;
+        let path = entry.path();
+        if file_type.is_dir() {
+            // Build output and tool metadata are not our sources.
+            let name = entry.file_name();
+            let skip = name == "target" || name.to_string_lossy().starts_with('.');
+            if !skip {
+                collect_files(&path, files)?;
+            }
+        } else if file_type.is_file() {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Whether the first non-blank line is a `//!` inner doc comment.
+fn starts_with_module_doc(contents: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(contents);
+    text.trim_start_matches('\u{feff}')
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .is_some_and(|line| line.trim_start().starts_with("//!"))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
+}
