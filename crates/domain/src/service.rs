@@ -246,7 +246,7 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         assert!(is_stale(None, t0));
         assert!(!is_stale(Some(t0), t0 + Duration::from_secs(59)));
-        assert!(is_stale(Some(t0), t0 + Duration::from_secs(60)));
+        assert!(is_stale(Some(t0), t0 + Duration::from_mins(1)));
         assert!(!is_stale(Some(t0 + Duration::from_secs(5)), t0));
     }
 }
