@@ -23,7 +23,7 @@ impl Steps {
     fn run(&mut self, name: &str, step: impl FnOnce() -> Result<()>) {
         cmd::header(name);
         if let Err(err) = step() {
-            eprintln!("error: {err:?}");
+            cmd::print_error("error", &err);
             self.failed.push(name.to_owned());
         }
     }
@@ -34,7 +34,7 @@ impl Steps {
     }
 }
 
-pub fn run(root: &Path) -> Result<ExitCode> {
+pub fn run(root: &Path) -> ExitCode {
     let mut steps = Steps::default();
 
     let mut fmt = cmd::cargo(root);
@@ -44,7 +44,14 @@ pub fn run(root: &Path) -> Result<ExitCode> {
     steps.run("tidy", || tidy::check(root));
 
     let mut clippy = cmd::cargo(root);
-    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     steps.command(clippy);
 
     cmd::header("start throwaway PostgreSQL");
@@ -56,7 +63,7 @@ pub fn run(root: &Path) -> Result<ExitCode> {
             drop(server);
         }
         Err(err) => {
-            eprintln!("error: {err:?}");
+            cmd::print_error("error", &err);
             eprintln!("error: skipping tests, they need PostgreSQL");
             steps.failed.push("start throwaway PostgreSQL".to_owned());
         }
@@ -64,10 +71,10 @@ pub fn run(root: &Path) -> Result<ExitCode> {
 
     if steps.failed.is_empty() {
         cmd::header("ci passed");
-        Ok(ExitCode::SUCCESS)
+        ExitCode::SUCCESS
     } else {
         cmd::header(&format!("ci FAILED: {}", steps.failed.join("; ")));
-        Ok(ExitCode::FAILURE)
+        ExitCode::FAILURE
     }
 }
 

@@ -51,6 +51,17 @@ pub fn header(text: &str) {
     eprintln!("==> {text}");
 }
 
+/// Prints an error with its chain of causes, one per line.
+///
+/// Not `{:?}`: with `RUST_BACKTRACE` set, anyhow would append a backtrace of
+/// xtask itself, which only buries the message.
+pub fn print_error(level: &str, err: &anyhow::Error) {
+    eprintln!("{level}: {err}");
+    for cause in err.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+}
+
 /// Runs a command with inherited stdio and fails unless it exits successfully.
 pub fn run(command: &mut Command) -> Result<()> {
     let description = describe(command);

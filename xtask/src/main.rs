@@ -39,9 +39,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
         Err(err) => {
-            // `{:?}` on anyhow prints the whole context chain, which is what makes
-            // a failure in a nested step understandable.
-            eprintln!("error: {err:?}");
+            cmd::print_error("error", &err);
             ExitCode::FAILURE
         }
     }
@@ -57,7 +55,7 @@ fn run() -> Result<ExitCode> {
     let root = cmd::workspace_root()?;
 
     match (task.to_str(), rest.as_slice()) {
-        (Some("ci"), []) => ci::run(&root),
+        (Some("ci"), []) => Ok(ci::run(&root)),
         (Some("postgres"), _) => postgres_task(rest),
         (Some("openapi"), []) => openapi::run(&root, false),
         (Some("openapi"), [flag]) if flag == "--check" => openapi::run(&root, true),
@@ -71,7 +69,11 @@ fn run() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         _ => {
-            eprintln!("error: unknown task or arguments: {task:?} {rest:?}\n");
+            let words: Vec<_> = std::iter::once(&task)
+                .chain(&rest)
+                .map(|arg| arg.to_string_lossy())
+                .collect();
+            eprintln!("error: unknown task or arguments: {}\n", words.join(" "));
             Ok(usage_error())
         }
     }

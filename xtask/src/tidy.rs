@@ -41,8 +41,7 @@ pub fn check(root: &Path) -> Result<()> {
             }
         };
         let shown = file.strip_prefix(root).unwrap_or(file).display();
-        if file.extension().is_some_and(|ext| ext == "rs") && !starts_with_module_doc(&contents)
-        {
+        if file.extension().is_some_and(|ext| ext == "rs") && !starts_with_module_doc(&contents) {
             problems.push(format!("{shown}: does not start with a `//!` doc comment"));
         }
         for needle in FORBIDDEN {
@@ -97,5 +96,7 @@ fn starts_with_module_doc(contents: &[u8]) -> bool {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|window| window == needle)
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
 }

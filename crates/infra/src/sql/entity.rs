@@ -1,0 +1,67 @@
+//! SeaORM entities: the rows as stored. They never leave the `sql` module.
+
+/// The `pets` table.
+pub mod pet {
+    use sea_orm::entity::prelude::*;
+
+    /// One pet row. `status` holds the wire spelling (`available`, `pending`, `sold`).
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "pets")]
+    pub struct Model {
+        /// Assigned by the database, growing.
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        /// The validated name.
+        pub name: String,
+        /// The category id, at least 1.
+        pub category_id: i64,
+        /// The status.
+        pub status: String,
+    }
+
+    /// Pets relate to nothing.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The `api_keys` table.
+pub mod api_key {
+    use sea_orm::entity::prelude::*;
+
+    /// One key row. Times are Unix milliseconds; `per_minute` and `per_day` are set for
+    /// enterprise keys only.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "api_keys")]
+    pub struct Model {
+        /// The public key id.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: String,
+        /// The SHA-256 digest of the whole key.
+        #[sea_orm(unique)]
+        pub digest: Vec<u8>,
+        /// An optional name.
+        pub name: Option<String>,
+        /// `free`, `pro`, `business` or `enterprise`.
+        pub plan: String,
+        /// Enterprise quota per UTC minute.
+        pub per_minute: Option<i64>,
+        /// Enterprise quota per UTC day.
+        pub per_day: Option<i64>,
+        /// `production` or `staging`.
+        pub environment: String,
+        /// When the key was issued.
+        pub created_at: i64,
+        /// When it last authenticated a request.
+        pub last_used_at: Option<i64>,
+        /// When it was revoked.
+        pub revoked_at: Option<i64>,
+    }
+
+    /// Keys relate to nothing.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -1,0 +1,149 @@
+//! The API key store over SeaORM.
+//!
+//! Keys change rarely (an operator issues or revokes one; `last_used_at` moves at most once
+//! a minute per key), so writes go straight to the writer connection as single statements,
+//! without the pets' batching.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use animal_store_domain::{
+    ApiKey, ApiKeyStore, Environment, KeyDigest, KeyId, KeyName, Plan, RepositoryError,
+};
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Set};
+
+use super::entity::api_key;
+use super::{corrupt, repository_error};
+
+/// API keys in an SQL database.
+#[derive(Clone)]
+pub struct SeaOrmApiKeyStore {
+    readers: DatabaseConnection,
+    writer: DatabaseConnection,
+}
+
+impl SeaOrmApiKeyStore {
+    pub(super) fn new(readers: DatabaseConnection, writer: DatabaseConnection) -> Self {
+        Self { readers, writer }
+    }
+
+    async fn find(&self, id: &KeyId) -> Result<Option<ApiKey>, RepositoryError> {
+        api_key::Entity::find_by_id(id.as_str())
+            .one(&self.writer)
+            .await
+            .map_err(repository_error)?
+            .map(|row| to_key(&row))
+            .transpose()
+    }
+}
+
+fn millis(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn instant(millis: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+}
+
+fn to_row(key: &ApiKey) -> api_key::ActiveModel {
+    let custom = match key.plan {
+        Plan::Enterprise(quota) => Some(quota),
+        _ => None,
+    };
+    api_key::ActiveModel {
+        id: Set(key.id.as_str().to_owned()),
+        digest: Set(key.digest.as_bytes().to_vec()),
+        name: Set(key.name.as_ref().map(|n| n.as_str().to_owned())),
+        plan: Set(key.plan.name().to_owned()),
+        per_minute: Set(custom.map(|q| i64::from(q.per_minute.get()))),
+        per_day: Set(custom.map(|q| i64::from(q.per_day.get()))),
+        environment: Set(key.environment.name().to_owned()),
+        created_at: Set(millis(key.created_at)),
+        last_used_at: Set(key.last_used_at.map(millis)),
+        revoked_at: Set(key.revoked_at.map(millis)),
+    }
+}
+
+fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
+    let limit = |n: Option<i64>| {
+        n.map(|n| u32::try_from(n).map_err(|e| corrupt("api_keys", e)))
+            .transpose()
+    };
+    Ok(ApiKey {
+        id: KeyId::parse(&row.id).map_err(|e| corrupt("api_keys", e))?,
+        name: row
+            .name
+            .as_deref()
+            .map(KeyName::new)
+            .transpose()
+            .map_err(|e| corrupt("api_keys", e))?,
+        plan: Plan::new(&row.plan, limit(row.per_minute)?, limit(row.per_day)?)
+            .map_err(|e| corrupt("api_keys", e))?,
+        environment: row
+            .environment
+            .parse::<Environment>()
+            .map_err(|e| corrupt("api_keys", e))?,
+        digest: KeyDigest::from_bytes(&row.digest)
+            .ok_or_else(|| corrupt("api_keys", "the digest is not 32 bytes"))?,
+        created_at: instant(row.created_at),
+        last_used_at: row.last_used_at.map(instant),
+        revoked_at: row.revoked_at.map(instant),
+    })
+}
+
+#[async_trait]
+impl ApiKeyStore for SeaOrmApiKeyStore {
+    async fn create(&self, key: &ApiKey) -> Result<(), RepositoryError> {
+        api_key::Entity::insert(to_row(key))
+            .exec_without_returning(&self.writer)
+            .await
+            .map_err(repository_error)?;
+        Ok(())
+    }
+
+    async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
+        api_key::Entity::find()
+            .filter(api_key::Column::Digest.eq(digest.as_bytes().to_vec()))
+            .one(&self.readers)
+            .await
+            .map_err(repository_error)?
+            .map(|row| to_key(&row))
+            .transpose()
+    }
+
+    async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
+        api_key::Entity::find()
+            .order_by_asc(api_key::Column::CreatedAt)
+            .order_by_asc(api_key::Column::Id)
+            .all(&self.readers)
+            .await
+            .map_err(repository_error)?
+            .into_iter()
+            .map(|row| to_key(&row))
+            .collect()
+    }
+
+    async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError> {
+        // Only a live key gets a revocation time: revoking twice keeps the first one.
+        api_key::Entity::update_many()
+            .col_expr(api_key::Column::RevokedAt, Expr::value(millis(at)))
+            .filter(api_key::Column::Id.eq(id.as_str()))
+            .filter(api_key::Column::RevokedAt.is_null())
+            .exec(&self.writer)
+            .await
+            .map_err(repository_error)?;
+        self.find(id).await
+    }
+
+    async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
+        api_key::Entity::update_many()
+            .col_expr(api_key::Column::LastUsedAt, Expr::value(millis(at)))
+            .filter(api_key::Column::Id.eq(id.as_str()))
+            .exec(&self.writer)
+            .await
+            .map_err(repository_error)?;
+        Ok(())
+    }
+}

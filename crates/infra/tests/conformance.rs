@@ -1,0 +1,50 @@
+//! Runs each port's conformance suite against every adapter of that port.
+
+mod common;
+
+use animal_store_infra::{MemoryApiKeyStore, MemoryPetRepository, conformance};
+use common::{SqliteFile, open_postgres};
+
+#[tokio::test]
+async fn memory_pet_repository() {
+    conformance::pet_repository(&MemoryPetRepository::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_pet_repository() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    conformance::pet_repository(&db.pets()).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_pet_repository() {
+    let Some(db) = open_postgres().await else {
+        return;
+    };
+    conformance::pet_repository(&db.pets()).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn memory_api_key_store() {
+    conformance::api_key_store(&MemoryApiKeyStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_api_key_store() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    conformance::api_key_store(&db.keys()).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_api_key_store() {
+    let Some(db) = open_postgres().await else {
+        return;
+    };
+    conformance::api_key_store(&db.keys()).await;
+    db.close().await;
+}
