@@ -1,1 +1,1 @@
-
+//! Black-box tests.

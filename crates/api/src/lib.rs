@@ -1,1 +1,94 @@
-//! placeholder
+//! The HTTP API of Animal Store: poem-openapi operations, the error mapping, and the
+//! middleware that gives every response the contract's shape.
+//!
+//! # Layout
+//!
+//! - [`app`] assembles the service: the operations under `/v1`, the document at
+//!   `/v1/openapi.json`, the docs page at `/v1/docs`, and the layers of [`middleware`].
+//! - `pets`: the operations; `body` and `params`: their inputs, parsed so that every
+//!   mistake gets the contract's error code and names its field.
+//! - [`error`]: the Error body and the one mapping from failures to responses.
+//! - `auth`, `deprecation`, `routes`, `openapi`: authentication, sunsets, the route table
+//!   and the document.
+//!
+//! This crate depends on the domain only; adapters are chosen by the binary and reach it
+//! as ports inside [`AppState`].
+
+mod auth;
+mod body;
+pub mod deprecation;
+pub mod error;
+pub mod middleware;
+mod openapi;
+mod params;
+mod pets;
+mod routes;
+mod state;
+
+use std::sync::Arc;
+
+use poem::endpoint::make_sync;
+use poem::http::Method;
+use poem::middleware::CatchPanic;
+use poem::web::Html;
+use poem::{EndpointExt, IntoEndpoint, Response, Route, get};
+
+pub use openapi::API_VERSION;
+pub use state::{ApiConfig, AppState};
+
+use routes::RouteTable;
+
+/// The OpenAPI document of the service, as served at `/v1/openapi.json`.
+pub fn openapi_document(state: &AppState) -> String {
+    let service = openapi::service(state);
+    serde_json::to_string_pretty(&openapi::document(&service)).unwrap_or_default()
+}
+
+/// The whole HTTP service.
+pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
+    let service = openapi::service(&state);
+    let document = openapi::document(&service);
+    let routes = Arc::new(
+        RouteTable::from_document(&document, "/v1")
+            .with_route("/v1/openapi.json", &[Method::GET])
+            .with_route("/v1/docs", &[Method::GET]),
+    );
+    let document = serde_json::to_string_pretty(&document).unwrap_or_default();
+    let docs = openapi::docs_page(&service, &document);
+    let v1 = Route::new()
+        .at(
+            "/openapi.json",
+            get(make_sync(move |_| {
+                Response::builder()
+                    .content_type("application/json; charset=utf-8")
+                    .body(document.clone())
+            })),
+        )
+        .at("/docs", get(make_sync(move |_| Html(docs.clone()))))
+        .nest("/", service);
+
+    let (allow_routes, deprecation_routes, trace_routes) = (routes.clone(), routes.clone(), routes);
+    Route::new()
+        .nest("/v1", v1)
+        .around(middleware::limit_body)
+        .catch_all_error(|err| async move { middleware::error_response(err) })
+        .around(move |ep, req| {
+            let routes = allow_routes.clone();
+            async move { middleware::allow_header(ep, req, &routes).await }
+        })
+        .with(CatchPanic::new().with_handler(middleware::panic_response))
+        .around(move |ep, req| {
+            let routes = deprecation_routes.clone();
+            async move { middleware::deprecation_headers(ep, req, &routes).await }
+        })
+        .around(move |ep, req| {
+            let state = state.clone();
+            async move { middleware::authenticate(ep, req, &state).await }
+        })
+        .around(move |ep, req| {
+            let routes = trace_routes.clone();
+            async move { middleware::trace_request(ep, req, &routes).await }
+        })
+        .into_endpoint()
+        .boxed()
+}

@@ -1,1 +1,89 @@
-fn main() {}
+//! `animal-store`: the Animal Store server and its administration commands.
+//!
+//! `serve` (the default) runs the HTTP API; `keys create|list|revoke` manage API keys;
+//! `migrate` brings the database schema up to date; `openapi` prints the API description.
+//! Every command that touches the database applies pending migrations first, so they all
+//! work on a fresh database.
+//!
+//! A problem at start-up (a bad setting, an unreachable database, a port in use) is reported
+//! as one line on stderr with exit code 2.
+
+mod cli;
+mod keys;
+mod serve;
+mod stores;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// How the process ends when a command fails.
+enum Failure {
+    /// The command could not start: exit code 2.
+    Startup(anyhow::Error),
+    /// The command started and then failed: exit code 1.
+    Runtime(anyhow::Error),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&Failure::Startup(err.into())),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => fail(&failure),
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    match cli
+        .command
+        .clone()
+        .unwrap_or(Command::Serve(cli.serve.clone()))
+    {
+        Command::Serve(args) => serve::run(&cli, &args).await,
+        Command::Keys { command } => keys::run(&cli, command).await,
+        Command::Migrate => {
+            let stores = stores::Stores::open(&cli.database_url)
+                .await
+                .map_err(Failure::Startup)?;
+            eprintln!("the database is up to date");
+            stores.close().await;
+            Ok(())
+        }
+        Command::Openapi => {
+            println!("{}", serve::openapi_document(&cli));
+            Ok(())
+        }
+    }
+}
+
+fn fail(failure: &Failure) -> ExitCode {
+    let (err, code) = match failure {
+        Failure::Startup(err) => (err, 2),
+        Failure::Runtime(err) => (err, 1),
+    };
+    // One line: the error and its causes, never a backtrace.
+    eprintln!("error: {err:#}");
+    ExitCode::from(code)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn,poem::server=warn")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}

@@ -5,6 +5,7 @@
 //! - [`sql`]: SeaORM adapters over SQLite (the embedded default) and PostgreSQL, their
 //!   entities and migrations, and [`sql::Database`], which opens and tunes a connection.
 //! - [`memory`]: in-memory adapters for every port, for tests, demos and `memory://`.
+//! - [`cache`]: a short-lived cache in front of any key store, for authentication.
 //! - [`clock`]: the system clock and a manual clock for tests.
 //! - [`conformance`]: the suites every adapter of a port must pass; the tests of this crate run
 //!   them against every adapter, and a new adapter proves itself by passing them too.
@@ -12,11 +13,13 @@
 //! Database rows never leave this crate: adapters turn them into domain values and driver
 //! errors into [`RepositoryError`](animal_store_domain::RepositoryError)s.
 
+pub mod cache;
 pub mod clock;
 pub mod conformance;
 pub mod memory;
 pub mod sql;
 
+pub use cache::CachedApiKeyStore;
 pub use clock::{ManualClock, SystemClock};
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
 pub use sql::{Database, DatabaseError, SeaOrmApiKeyStore, SeaOrmPetRepository};

@@ -1,0 +1,90 @@
+//! Bearer authentication (decision A8).
+//!
+//! [`resolve_key`] runs in the middleware, once per request and before anything else that
+//! needs to know the caller (the rate limiter counts per key): it reads
+//! `Authorization: Bearer <key>` (scheme name in any case) and, when the key is live, leaves
+//! an [`Authenticated`] in the request. Operations take a [`BearerKey`], which documents the
+//! scheme and refuses the request with 401 when no live key was found. Missing, malformed,
+//! unknown, revoked and other-environment keys are all the same 401.
+
+use animal_store_domain::{ApiKey, KeyService};
+use poem::Request;
+use poem::http::HeaderMap;
+use poem::http::header::AUTHORIZATION;
+use poem_openapi::SecurityScheme;
+use poem_openapi::auth::Bearer;
+
+use crate::error::ApiError;
+
+/// The live key that authenticated this request, put there by the middleware.
+#[derive(Debug, Clone)]
+pub struct Authenticated(pub ApiKey);
+
+/// An API key sent as `Authorization: Bearer <API_KEY>`. Keys look like
+/// `as_live_<id>_<secret>` in production and `as_test_<id>_<secret>` in staging; an operator
+/// issues them with `animal-store keys create`.
+#[derive(SecurityScheme)]
+#[expect(
+    dead_code,
+    reason = "operations need the proof of authentication, not the key"
+)]
+#[oai(
+    ty = "bearer",
+    bearer_format = "as_live_<id>_<secret>",
+    checker = "authenticated_key"
+)]
+pub struct BearerKey(pub ApiKey);
+
+#[allow(clippy::unused_async, reason = "poem-openapi awaits the checker")]
+async fn authenticated_key(req: &Request, _bearer: Bearer) -> Option<ApiKey> {
+    req.extensions().get::<Authenticated>().map(|a| a.0.clone())
+}
+
+/// The token of an `Authorization: Bearer <token>` header, the scheme matched in any case
+/// (RFC 9110 §11.1).
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Looks up the request's key and, when it is live, records it in the request.
+///
+/// # Errors
+///
+/// 503 `service_unavailable` (or 500) when the key store cannot be read.
+pub async fn resolve_key(keys: &KeyService, req: &mut Request) -> Result<Option<ApiKey>, ApiError> {
+    let Some(token) = bearer_token(req.headers()) else {
+        return Ok(None);
+    };
+    let key = keys.authenticate(token).await?;
+    if let Some(key) = &key {
+        tracing::Span::current().record("key_id", key.id.as_str());
+        req.extensions_mut().insert(Authenticated(key.clone()));
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use poem::http::HeaderValue;
+
+    fn token(value: &'static str) -> Option<String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_static(value));
+        bearer_token(&headers).map(str::to_owned)
+    }
+
+    #[test]
+    fn the_scheme_is_case_insensitive_and_the_token_required() {
+        assert_eq!(token("Bearer abc").as_deref(), Some("abc"));
+        assert_eq!(token("bearer abc").as_deref(), Some("abc"));
+        assert_eq!(token("BEARER abc").as_deref(), Some("abc"));
+        assert_eq!(token("Basic abc"), None);
+        assert_eq!(token("Bearer "), None);
+        assert_eq!(token("Bearer"), None);
+        assert_eq!(bearer_token(&HeaderMap::new()), None);
+    }
+}

@@ -1,0 +1,106 @@
+//! The OpenAPI document (decision A1) and the docs page.
+//!
+//! poem-openapi generates the document from the operations. What the middleware adds to
+//! responses it cannot see, so [`document`] writes it in afterwards: the headers of a
+//! deprecated operation on every one of its responses, and the stability marker of every
+//! operation (`x-stability`, which poem-openapi has no attribute for).
+
+use poem_openapi::{OpenApiService, ServerObject};
+use serde_json::{Value, json};
+
+use crate::deprecation::Deprecation;
+use crate::pets::PetsApi;
+use crate::state::AppState;
+
+/// The version of the API description.
+pub const API_VERSION: &str = "1.0.0";
+
+/// The poem-openapi service: the operations and their generated description.
+pub fn service(state: &AppState) -> OpenApiService<PetsApi, ()> {
+    OpenApiService::new(PetsApi::new(state.clone()), "Animal Store API", API_VERSION)
+        .description(
+            "Keep the catalogue of animals of a pet store: list them, add them, get one by id. \
+             Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
+             error answers with the `Error` body. The version is part of the path: every \
+             address ends in `/v1`.",
+        )
+        .server(ServerObject::new(&state.config.production_url).description("Production"))
+        .server(ServerObject::new(&state.config.staging_url).description("Staging"))
+}
+
+/// The complete document: generated, then completed with what the middleware does.
+pub fn document(service: &OpenApiService<PetsApi, ()>) -> Value {
+    let mut document: Value = serde_json::from_str(&service.spec()).unwrap_or_else(|err| {
+        tracing::error!(error = %err, "poem-openapi produced an unreadable document");
+        Value::Null
+    });
+    for operation in operations(&mut document) {
+        operation["x-stability"] = json!("stable");
+        let deprecation = operation["operationId"].as_str().and_then(Deprecation::of);
+        if let Some(deprecation) = deprecation {
+            for response in responses(operation) {
+                add_deprecation_headers(response, deprecation);
+            }
+        }
+    }
+    document
+}
+
+/// The docs page: Swagger UI, bundled in the binary (it works offline), showing `document`.
+pub fn docs_page(service: &OpenApiService<PetsApi, ()>, document: &str) -> String {
+    // The page embeds the generated document verbatim; swap in the completed one.
+    service
+        .swagger_ui_html()
+        .replacen(&service.spec(), document, 1)
+}
+
+fn operations(document: &mut Value) -> impl Iterator<Item = &mut Value> {
+    document["paths"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|paths| paths.values_mut())
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.values_mut())
+}
+
+fn responses(operation: &mut Value) -> impl Iterator<Item = &mut Value> {
+    operation["responses"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|r| r.values_mut())
+}
+
+fn header(response: &mut Value, name: &str, description: &str, example: &str) {
+    if !response["headers"].is_object() {
+        response["headers"] = json!({});
+    }
+    response["headers"][name] = json!({
+        "description": description,
+        "required": true,
+        "schema": {"type": "string"},
+        "example": example,
+    });
+}
+
+fn add_deprecation_headers(response: &mut Value, deprecation: &Deprecation) {
+    let [(_, since), (_, sunset), (_, link)] = deprecation.headers();
+    let text = |v: &poem::http::HeaderValue| v.to_str().unwrap_or_default().to_owned();
+    header(
+        response,
+        "Deprecation",
+        "When the operation was deprecated (RFC 9745).",
+        &text(&since),
+    );
+    header(
+        response,
+        "Sunset",
+        "When the operation stops working (RFC 8594).",
+        &text(&sunset),
+    );
+    header(
+        response,
+        "Link",
+        "The operation that replaces this one.",
+        &text(&link),
+    );
+}

@@ -1,0 +1,344 @@
+//! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
+
+use animal_store_domain::{PageLimit, Pet, PetId, PetQuery, PetStatus};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Tags};
+
+use crate::auth::BearerKey;
+use crate::body::NewPetBody;
+use crate::deprecation::GET_PET;
+use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
+use crate::params::{LimitSchema, RawParam};
+use crate::state::AppState;
+
+#[derive(Tags)]
+enum Tag {
+    /// The store's catalogue of animals.
+    #[oai(rename = "animals")]
+    Animals,
+}
+
+/// Availability status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Enum)]
+#[oai(rename = "PetStatus", rename_all = "lowercase")]
+pub enum PetStatusDto {
+    /// Animal is available.
+    #[default]
+    Available,
+    /// Animal is pending.
+    Pending,
+    /// Animal is sold.
+    Sold,
+}
+
+impl From<PetStatus> for PetStatusDto {
+    fn from(status: PetStatus) -> Self {
+        match status {
+            PetStatus::Available => Self::Available,
+            PetStatus::Pending => Self::Pending,
+            PetStatus::Sold => Self::Sold,
+        }
+    }
+}
+
+/// An animal of the store.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename = "Pet", rename_all = "camelCase")]
+pub struct PetBody {
+    /// Unique identifier assigned by the service on creation.
+    id: i64,
+    /// The animal's name.
+    name: String,
+    /// Id of the category the animal belongs to.
+    category_id: i64,
+    /// Availability status; always present in responses.
+    status: Option<PetStatusDto>,
+}
+
+impl From<Pet> for PetBody {
+    fn from(pet: Pet) -> Self {
+        Self {
+            id: pet.id.get(),
+            name: pet.name.as_str().to_owned(),
+            category_id: pet.category_id.get(),
+            status: Some(pet.status.into()),
+        }
+    }
+}
+
+#[derive(ApiResponse)]
+enum ListPetsOk {
+    /// A page of animals, ordered by id ascending.
+    #[oai(status = 200)]
+    Ok(
+        Json<Vec<PetBody>>,
+        /// `<...>; rel="next"` (RFC 8288): the next page, with the same `limit` and `status`.
+        /// Absent on the last page.
+        #[oai(header = "Link")]
+        Option<String>,
+    ),
+}
+
+#[derive(ApiResponse)]
+enum CreatePetOk {
+    /// Animal added.
+    #[oai(status = 201)]
+    Created(
+        Json<PetBody>,
+        /// The address of the new animal: `/v1/pets/{id}`.
+        #[oai(header = "Location")]
+        String,
+    ),
+}
+
+#[derive(ApiResponse)]
+enum GetPetOk {
+    /// Animal found.
+    #[oai(status = 200)]
+    Ok(Json<PetBody>),
+}
+
+struct ListPetsErrors;
+impl ErrorSet for ListPetsErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (
+            ErrorCode::ValidationFailed,
+            "`limit` outside 1..=100 or an unknown `status` (`validation_failed`); a `limit` that \
+             is not an integer or a malformed `cursor` (`invalid_request`).",
+        ),
+        (ErrorCode::Unauthorized, "Missing or invalid API key."),
+        (ErrorCode::InternalError, "The server failed."),
+        (
+            ErrorCode::ServiceUnavailable,
+            "The store is temporarily unavailable.",
+        ),
+    ];
+}
+
+struct CreatePetErrors;
+impl ErrorSet for CreatePetErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (
+            ErrorCode::ValidationFailed,
+            "Body missing required fields or containing invalid values (`validation_failed`, the \
+             message names every field), or not JSON at all (`invalid_request`).",
+        ),
+        (ErrorCode::Unauthorized, "Missing or invalid API key."),
+        (
+            ErrorCode::PayloadTooLarge,
+            "The body is larger than 16 KiB.",
+        ),
+        (
+            ErrorCode::UnsupportedMediaType,
+            "The body is not `application/json`.",
+        ),
+        (ErrorCode::InternalError, "The server failed."),
+        (
+            ErrorCode::ServiceUnavailable,
+            "The store is temporarily unavailable.",
+        ),
+    ];
+}
+
+struct GetPetErrors;
+impl ErrorSet for GetPetErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (ErrorCode::InvalidRequest, "`petId` is not an integer."),
+        (ErrorCode::Unauthorized, "Missing or invalid API key."),
+        (ErrorCode::NotFound, "The animal could not be found."),
+        (
+            ErrorCode::Gone,
+            "The operation is past its sunset (5 December 2030).",
+        ),
+        (ErrorCode::InternalError, "The server failed."),
+        (
+            ErrorCode::ServiceUnavailable,
+            "The store is temporarily unavailable.",
+        ),
+    ];
+}
+
+/// The `animals` operations.
+pub struct PetsApi {
+    state: AppState,
+}
+
+impl PetsApi {
+    /// The operations over `state`.
+    pub fn new(state: AppState) -> Self {
+        Self { state }
+    }
+}
+
+#[OpenApi(tag = "Tag::Animals")]
+impl PetsApi {
+    /// List animals
+    ///
+    /// Returns a page of animals ordered by id ascending, optionally only those with a
+    /// status. When more animals follow, the response carries a `Link` header with
+    /// `rel="next"` whose address returns the next page; the body stays a bare array.
+    #[oai(path = "/pets", method = "get", operation_id = "listPets")]
+    async fn list_pets(
+        &self,
+        _key: BearerKey,
+        /// Maximum number of animals returned: 1 to 100, 20 when omitted.
+        limit: Query<Option<RawParam<LimitSchema>>>,
+        /// Returns only animals with this status.
+        status: Query<Option<RawParam<PetStatusDto>>>,
+        /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
+        cursor: Query<Option<String>>,
+    ) -> Result<ListPetsOk, OperationError<ListPetsErrors>> {
+        let query = PetQuery {
+            limit: match &limit.0 {
+                Some(raw) => parse_limit(raw.as_str())?,
+                None => PageLimit::default(),
+            },
+            status: status
+                .0
+                .as_ref()
+                .map(|raw| raw.as_str().parse::<PetStatus>())
+                .transpose()
+                .map_err(|e| ApiError::validation_failed(e.to_string()))?,
+            after: cursor.0.as_deref().map(decode_cursor).transpose()?,
+        };
+        let page = self.state.pets.list(query).await?;
+        let next = page.next_after.map(|after| next_link(&query, after));
+        Ok(ListPetsOk::Ok(
+            Json(page.pets.into_iter().map(PetBody::from).collect()),
+            next,
+        ))
+    }
+
+    /// Add an animal
+    ///
+    /// Adds an animal to the catalogue and returns it with the id the service assigned.
+    /// `status` defaults to `available`. Unknown fields, `id` included, are ignored.
+    #[oai(path = "/pets", method = "post", operation_id = "createPet")]
+    async fn create_pet(
+        &self,
+        _key: BearerKey,
+        body: Json<NewPetBody>,
+    ) -> Result<CreatePetOk, OperationError<CreatePetErrors>> {
+        let pet = self.state.pets.add(body.0.into_new_pet()?).await?;
+        let location = format!("/v1/pets/{}", pet.id);
+        Ok(CreatePetOk::Created(Json(pet.into()), location))
+    }
+
+    /// Get an animal (deprecated)
+    ///
+    /// Deprecated: announced to be removed on 5 December 2030; use `GET /pets` with the
+    /// `status` filter instead. Every response carries `Deprecation`, `Sunset` and
+    /// `Link: </v1/pets>; rel="successor-version"`; from the sunset on, the answer is 410.
+    #[oai(
+        path = "/pets/:petId",
+        method = "get",
+        operation_id = "getPet",
+        deprecated
+    )]
+    async fn get_pet(
+        &self,
+        _key: BearerKey,
+        /// The id of the animal.
+        #[oai(name = "petId")]
+        pet_id: Path<RawParam<i64>>,
+    ) -> Result<GetPetOk, OperationError<GetPetErrors>> {
+        if GET_PET.is_past_sunset(self.state.clock.now()) {
+            return Err(ApiError::new(
+                ErrorCode::Gone,
+                "getPet was removed on 5 December 2030; use GET /v1/pets instead",
+            )
+            .into());
+        }
+        let id = pet_id.0.as_str().parse::<i64>().map_err(|_| {
+            ApiError::invalid_request(format!(
+                "petId must be an integer, got {:?}",
+                pet_id.0.as_str()
+            ))
+        })?;
+        let pet = self.state.pets.get(PetId::new(id)).await?;
+        Ok(GetPetOk::Ok(Json(pet.into())))
+    }
+}
+
+fn parse_limit(raw: &str) -> Result<PageLimit, ApiError> {
+    let limit = raw
+        .parse::<i64>()
+        .map_err(|_| ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")))?;
+    PageLimit::new(limit).map_err(|e| ApiError::validation_failed(e.to_string()))
+}
+
+/// Cursors are opaque to clients so that their content can change; today they carry the id
+/// the next page starts after.
+const CURSOR_PREFIX: &str = "after:";
+
+fn encode_cursor(after: PetId) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{after}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<PetId, ApiError> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| text.strip_prefix(CURSOR_PREFIX)?.parse::<i64>().ok())
+        .map(PetId::new)
+        .ok_or_else(|| {
+            ApiError::invalid_request(
+                "cursor is malformed: pass the cursor of a Link header unchanged",
+            )
+        })
+}
+
+fn next_link(query: &PetQuery, after: PetId) -> String {
+    let status = query
+        .status
+        .map(|s| format!("&status={s}"))
+        .unwrap_or_default();
+    format!(
+        "</v1/pets?limit={}{status}&cursor={}>; rel=\"next\"",
+        query.limit.get(),
+        encode_cursor(after)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_refused() {
+        for id in [1, 42, i64::MAX] {
+            assert_eq!(
+                decode_cursor(&encode_cursor(PetId::new(id))).unwrap(),
+                PetId::new(id)
+            );
+        }
+        for bad in ["", "!!!", "YWZ0ZXI6", "Zm9vOjE", "YWZ0ZXI6eA"] {
+            assert_eq!(
+                decode_cursor(bad).unwrap_err().code(),
+                ErrorCode::InvalidRequest,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_next_link_keeps_limit_and_status() {
+        let query = PetQuery {
+            status: Some(PetStatus::Sold),
+            limit: PageLimit::new(5).unwrap(),
+            after: None,
+        };
+        let link = next_link(&query, PetId::new(9));
+        assert_eq!(
+            link,
+            format!(
+                "</v1/pets?limit=5&status=sold&cursor={}>; rel=\"next\"",
+                encode_cursor(PetId::new(9))
+            )
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! The table of routes, read off the OpenAPI document.
+//!
+//! The middleware needs to know, for a request path, which route it is (for logs), which
+//! methods the route has (for the `Allow` header of a 405, which poem does not send), and
+//! which operation a method reaches (to add a deprecated operation's headers even to the
+//! responses its handler never produced, such as a 401 or a 429). Reading all of this off the
+//! document means it cannot drift from the operations.
+
+use poem::http::Method;
+use serde_json::Value;
+
+/// One route: a path template and the operations on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteEntry {
+    template: String,
+    segments: Vec<Option<String>>,
+    methods: Vec<(Method, Option<String>)>,
+}
+
+impl RouteEntry {
+    fn new(template: String, methods: Vec<(Method, Option<String>)>) -> Self {
+        let segments = template
+            .split('/')
+            .map(|s| (!(s.starts_with('{') && s.ends_with('}'))).then(|| s.to_owned()))
+            .collect();
+        Self {
+            template,
+            segments,
+            methods,
+        }
+    }
+
+    /// The path template, `/v1/pets/{petId}` say.
+    pub fn template(&self) -> &str {
+        &self.template
+    }
+
+    /// The value of an `Allow` header: the methods of the route.
+    pub fn allow(&self) -> String {
+        self.methods
+            .iter()
+            .map(|(m, _)| m.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The id of the operation `method` reaches on this route.
+    pub fn operation(&self, method: &Method) -> Option<&str> {
+        self.methods
+            .iter()
+            .find(|(m, _)| m == method)
+            .and_then(|(_, op)| op.as_deref())
+    }
+
+    fn matches(&self, path: &str) -> bool {
+        let mut parts = path.split('/');
+        self.segments
+            .iter()
+            .all(|segment| match (segment, parts.next()) {
+                (Some(literal), Some(part)) => literal == part,
+                (None, Some(part)) => !part.is_empty(),
+                (_, None) => false,
+            })
+            && parts.next().is_none()
+    }
+}
+
+/// Every route the service answers.
+#[derive(Debug, Clone, Default)]
+pub struct RouteTable {
+    routes: Vec<RouteEntry>,
+}
+
+impl RouteTable {
+    /// The operations of `document`, mounted under `prefix`.
+    pub fn from_document(document: &Value, prefix: &str) -> Self {
+        let routes = document["paths"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(path, item)| {
+                let methods = item
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(method, op)| {
+                        let method =
+                            Method::from_bytes(method.to_ascii_uppercase().as_bytes()).ok()?;
+                        Some((method, op["operationId"].as_str().map(str::to_owned)))
+                    })
+                    .collect();
+                RouteEntry::new(format!("{prefix}{path}"), methods)
+            })
+            .collect();
+        Self { routes }
+    }
+
+    /// Adds a route that is not an operation (the document itself, say).
+    #[must_use]
+    pub fn with_route(mut self, template: &str, methods: &[Method]) -> Self {
+        self.routes.push(RouteEntry::new(
+            template.to_owned(),
+            methods.iter().map(|m| (m.clone(), None)).collect(),
+        ));
+        self
+    }
+
+    /// The route `path` belongs to.
+    pub fn find(&self, path: &str) -> Option<&RouteEntry> {
+        self.routes.iter().find(|r| r.matches(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths_match_their_templates_only() {
+        let doc = json!({"paths": {
+            "/pets": {"get": {"operationId": "listPets"}, "post": {"operationId": "createPet"}},
+            "/pets/{petId}": {"get": {"operationId": "getPet"}}
+        }});
+        let table = RouteTable::from_document(&doc, "/v1").with_route("/v1/docs", &[Method::GET]);
+        assert_eq!(
+            table.find("/v1/pets").map(RouteEntry::allow).as_deref(),
+            Some("GET, POST")
+        );
+        let get_pet = table.find("/v1/pets/12").expect("a route");
+        assert_eq!(get_pet.template(), "/v1/pets/{petId}");
+        assert_eq!(get_pet.operation(&Method::GET), Some("getPet"));
+        assert_eq!(get_pet.operation(&Method::DELETE), None);
+        assert_eq!(
+            table.find("/v1/docs").map(RouteEntry::allow).as_deref(),
+            Some("GET")
+        );
+        assert!(table.find("/v1/pets/").is_none());
+        assert!(table.find("/v1/pets/1/2").is_none());
+        assert!(table.find("/v2/pets").is_none());
+    }
+}

@@ -1,0 +1,36 @@
+//! What every request handler shares.
+
+use std::sync::Arc;
+
+use animal_store_domain::{Clock, KeyService, PetService};
+
+/// The services and settings the API runs on. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The pet catalogue.
+    pub pets: PetService,
+    /// API keys: authentication.
+    pub keys: KeyService,
+    /// The time, for sunsets (and rate-limit windows).
+    pub clock: Arc<dyn Clock>,
+    /// Settings.
+    pub config: Arc<ApiConfig>,
+}
+
+/// Settings of the HTTP API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiConfig {
+    /// The production address, `/v1` included, listed in the document's `servers`.
+    pub production_url: String,
+    /// The staging address, `/v1` included, listed in the document's `servers`.
+    pub staging_url: String,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            production_url: "https://api.animal-store.example/v1".to_owned(),
+            staging_url: "https://staging.api.animal-store.example/v1".to_owned(),
+        }
+    }
+}

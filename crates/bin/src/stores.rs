@@ -1,0 +1,96 @@
+//! Picks the adapters the database URL names.
+
+use std::sync::Arc;
+
+use animal_store_domain::{ApiKeyStore, PetRepository};
+use animal_store_infra::{Database, MemoryApiKeyStore, MemoryPetRepository};
+use anyhow::Context;
+
+/// The open stores.
+pub enum Stores {
+    /// `memory://`: nothing outlives the process.
+    Memory {
+        /// Pets.
+        pets: Arc<MemoryPetRepository>,
+        /// Keys.
+        keys: Arc<MemoryApiKeyStore>,
+    },
+    /// An SQL database.
+    Sql(Database),
+}
+
+impl Stores {
+    /// Opens the database `url` names and applies pending migrations.
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        if url == "memory://" {
+            return Ok(Self::Memory {
+                pets: Arc::new(MemoryPetRepository::new()),
+                keys: Arc::new(MemoryApiKeyStore::new()),
+            });
+        }
+        let db = Database::connect(url)
+            .await
+            .with_context(|| format!("cannot open the database {}", redact(url)))?;
+        db.migrate()
+            .await
+            .context("cannot bring the database schema up to date")?;
+        Ok(Self::Sql(db))
+    }
+
+    /// Whether nothing is kept across restarts.
+    pub fn is_memory(&self) -> bool {
+        matches!(self, Self::Memory { .. })
+    }
+
+    /// The pet repository.
+    pub fn pets(&self) -> Arc<dyn PetRepository> {
+        match self {
+            Self::Memory { pets, .. } => pets.clone(),
+            Self::Sql(db) => Arc::new(db.pets()),
+        }
+    }
+
+    /// The key store.
+    pub fn keys(&self) -> Arc<dyn ApiKeyStore> {
+        match self {
+            Self::Memory { keys, .. } => keys.clone(),
+            Self::Sql(db) => Arc::new(db.keys()),
+        }
+    }
+
+    /// Finishes queued writes and closes the database.
+    pub async fn close(self) {
+        if let Self::Sql(db) = self {
+            db.close().await;
+        }
+    }
+}
+
+/// The URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact("sqlite://a.db"), "sqlite://a.db");
+    }
+}

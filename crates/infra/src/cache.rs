@@ -1,0 +1,79 @@
+//! A read-through cache in front of any [`ApiKeyStore`].
+//!
+//! Every request authenticates, and without a cache every request would read the key store.
+//! Lookups by digest are cached for [`CachedApiKeyStore::TTL`], misses included (so that a
+//! client retrying a wrong key does not reach the database each time). The TTL bounds how
+//! long a revocation made by another process (`animal-store keys revoke`) takes to apply;
+//! revocations through this store apply at once.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use animal_store_domain::{ApiKey, ApiKeyStore, KeyDigest, KeyId, RepositoryError};
+use async_trait::async_trait;
+use moka::future::Cache;
+
+/// An [`ApiKeyStore`] whose lookups by digest are cached briefly.
+pub struct CachedApiKeyStore {
+    inner: Arc<dyn ApiKeyStore>,
+    by_digest: Cache<[u8; 32], Option<ApiKey>>,
+}
+
+impl CachedApiKeyStore {
+    /// How long a lookup is reused: the longest a revocation waits to apply.
+    pub const TTL: Duration = Duration::from_millis(900);
+    /// The most lookups kept.
+    pub const CAPACITY: u64 = 100_000;
+
+    /// A cache in front of `inner`.
+    pub fn new(inner: Arc<dyn ApiKeyStore>) -> Self {
+        Self {
+            inner,
+            by_digest: Cache::builder()
+                .max_capacity(Self::CAPACITY)
+                .time_to_live(Self::TTL)
+                .build(),
+        }
+    }
+}
+
+#[async_trait]
+impl ApiKeyStore for CachedApiKeyStore {
+    async fn create(&self, key: &ApiKey) -> Result<(), RepositoryError> {
+        self.inner.create(key).await?;
+        self.by_digest.invalidate(key.digest.as_bytes()).await;
+        Ok(())
+    }
+
+    async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
+        self.by_digest
+            .try_get_with(*digest.as_bytes(), self.inner.find_by_digest(digest))
+            .await
+            .map_err(|err| match Arc::try_unwrap(err) {
+                Ok(err) => err,
+                // Other requests waited on the same lookup and hold the error too.
+                Err(shared) => match *shared {
+                    RepositoryError::Unavailable(_) => {
+                        RepositoryError::Unavailable(Box::new(shared))
+                    }
+                    _ => RepositoryError::Backend(Box::new(shared)),
+                },
+            })
+    }
+
+    async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
+        self.inner.list().await
+    }
+
+    async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError> {
+        let revoked = self.inner.revoke(id, at).await?;
+        if let Some(key) = &revoked {
+            self.by_digest.invalidate(key.digest.as_bytes()).await;
+        }
+        Ok(revoked)
+    }
+
+    async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
+        self.inner.touch(id, at).await
+    }
+}
