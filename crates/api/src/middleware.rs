@@ -24,7 +24,7 @@ use tracing::Instrument;
 
 use crate::auth;
 use crate::deprecation::Deprecation;
-use crate::error::{ApiError, ErrorCode};
+use crate::error::ApiError;
 use crate::routes::RouteTable;
 use crate::state::AppState;
 
@@ -79,7 +79,9 @@ pub async fn allow_header<E: Endpoint>(
     req: Request,
     routes: &RouteTable,
 ) -> poem::Result<Response> {
-    let allow = routes.find(req.uri().path()).map(|route| route.allow());
+    let allow = routes
+        .find(req.uri().path())
+        .map(crate::routes::RouteEntry::allow);
     let mut response = respond(ep.as_ref(), req).await;
     if response.status() == StatusCode::METHOD_NOT_ALLOWED
         && let Some(value) = allow.and_then(|a| HeaderValue::try_from(a).ok())
@@ -169,10 +171,4 @@ pub async fn trace_request<E: Endpoint>(
     }
     .instrument(span)
     .await
-}
-
-/// Whether an error code is one the service answers for a bad request rather than its own
-/// failure: used to pick the log level.
-pub fn is_client_error(code: ErrorCode) -> bool {
-    code.status().is_client_error()
 }
