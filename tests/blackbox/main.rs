@@ -1,1 +1,9 @@
-//! Black-box tests.
+//! Black-box tests: they start the real `animal-store` binary on a free port with a fresh
+//! database, issue keys through its command line, and talk to it over HTTP on 127.0.0.1,
+//! as an operator and a client would.
+
+mod harness;
+
+mod cli;
+mod durability;
+mod http;

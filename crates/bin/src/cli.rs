@@ -5,12 +5,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// The Animal Store server and its administration commands.
 #[derive(Debug, Clone, Parser)]
-#[command(
-    name = "animal-store",
-    version,
-    about,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "animal-store", version, about)]
 pub struct Cli {
     /// The database: `sqlite://PATH` (created if missing), `postgres://USER:PASSWORD@HOST:PORT/DB`,
     /// or `memory://` (nothing is kept; for demos and tests).
@@ -36,7 +31,7 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// The settings of `serve`, when no command is given.
+    /// The settings of `serve`, when no command is given (`animal-store --bind ...`).
     #[command(flatten)]
     pub serve: ServeArgs,
 }

@@ -24,6 +24,7 @@ use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, DatabaseConnection, DbErr, RuntimeErr, SqlErr};
 use sea_orm_migration::MigratorTrait;
 use thiserror::Error;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use keys::SeaOrmApiKeyStore;
@@ -58,6 +59,7 @@ pub struct Database {
     readers: DatabaseConnection,
     writer: DatabaseConnection,
     pets: SeaOrmPetRepository,
+    stop_pet_writer: oneshot::Sender<()>,
     pet_writer: JoinHandle<()>,
 }
 
@@ -101,13 +103,15 @@ impl Database {
         } else {
             return Err(DatabaseError::UnsupportedUrl(url.to_owned()));
         };
+        let (stop_pet_writer, stop) = oneshot::channel();
         let (pets, pet_writer) =
-            SeaOrmPetRepository::start(backend, readers.clone(), writer.clone());
+            SeaOrmPetRepository::start(backend, readers.clone(), writer.clone(), stop);
         Ok(Self {
             backend,
             readers,
             writer,
             pets,
+            stop_pet_writer,
             pet_writer,
         })
     }
@@ -139,20 +143,19 @@ impl Database {
         SeaOrmApiKeyStore::new(self.readers.clone(), self.writer.clone())
     }
 
-    /// Finishes the writes already queued, then closes every connection. On SQLite, closing
-    /// the last connection checkpoints the WAL into the database file, so the next start does
-    /// not replay it.
-    ///
-    /// Every [`SeaOrmPetRepository`] handed out must have been dropped, or this waits for them.
+    /// Commits the writes already queued, then closes every connection; repositories handed
+    /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
+    /// WAL into the database file, so the next start does not replay it.
     pub async fn close(self) {
         let Self {
             readers,
             writer,
-            pets,
+            stop_pet_writer,
             pet_writer,
             ..
         } = self;
-        drop(pets);
+        // The writer may have ended already; then there is nothing to stop.
+        let _ = stop_pet_writer.send(());
         if let Err(err) = pet_writer.await {
             tracing::error!(error = %err, "the pet writer task failed");
         }

@@ -56,15 +56,16 @@ struct WriterStopped;
 struct BatchFailed(Arc<DbErr>);
 
 impl SeaOrmPetRepository {
-    /// Starts the writer task on `writer`; the task ends once every clone of the returned
-    /// repository is dropped and the queue is drained.
+    /// Starts the writer task on `writer`. The task runs until `stop` fires, then commits
+    /// what is already queued and ends; inserts that arrive later are refused.
     pub(super) fn start(
         backend: Backend,
         readers: DatabaseConnection,
         writer: DatabaseConnection,
+        stop: oneshot::Receiver<()>,
     ) -> (Self, JoinHandle<()>) {
         let (queue, inserts) = mpsc::channel(QUEUE_DEPTH);
-        let task = tokio::spawn(write_batches(backend, writer, inserts));
+        let task = tokio::spawn(write_batches(backend, writer, inserts, stop));
         (Self { readers, queue }, task)
     }
 }
@@ -73,27 +74,47 @@ async fn write_batches(
     backend: Backend,
     writer: DatabaseConnection,
     mut inserts: mpsc::Receiver<Insert>,
+    mut stop: oneshot::Receiver<()>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while inserts.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        match insert_batch(backend, &writer, &batch).await {
-            Ok(ids) => {
-                for (insert, id) in batch.drain(..).zip(ids) {
-                    // The requester may have hung up; the pet is stored all the same.
-                    let _ = insert
-                        .reply
-                        .send(Ok(Pet::from_new(PetId::new(id), insert.pet)));
+    loop {
+        let received = tokio::select! {
+            received = inserts.recv_many(&mut batch, MAX_BATCH) => received,
+            _ = &mut stop => {
+                // Refuse new inserts, then commit those already queued.
+                inserts.close();
+                while inserts.recv_many(&mut batch, MAX_BATCH).await > 0 {
+                    write_batch(backend, &writer, &mut batch).await;
                 }
+                return;
             }
-            Err(err) => {
-                tracing::error!(error = %err, pets = batch.len(), "a batch of pets could not be stored");
-                let failure = Failure::of(&err);
-                let err = Arc::new(err);
-                for insert in batch.drain(..) {
-                    let _ = insert
-                        .reply
-                        .send(Err(failure.with_source(BatchFailed(Arc::clone(&err)))));
-                }
+        };
+        if received == 0 {
+            return;
+        }
+        write_batch(backend, &writer, &mut batch).await;
+    }
+}
+
+/// Commits `batch` and answers each of its requests.
+async fn write_batch(backend: Backend, writer: &DatabaseConnection, batch: &mut Vec<Insert>) {
+    match insert_batch(backend, writer, batch).await {
+        Ok(ids) => {
+            for (insert, id) in batch.drain(..).zip(ids) {
+                // The requester may have hung up; the pet is stored all the same.
+                let _ = insert
+                    .reply
+                    .send(Ok(Pet::from_new(PetId::new(id), insert.pet)));
+            }
+        }
+        Err(err) => {
+            tracing::error!(error = %err, pets = batch.len(), "a batch of pets could not be stored");
+            let failure = Failure::of(&err);
+            let err = Arc::new(err);
+            for insert in batch.drain(..) {
+                let _ = insert
+                    .reply
+                    .send(Err(failure.with_source(BatchFailed(Arc::clone(&err)))));
             }
         }
     }

@@ -1,0 +1,217 @@
+//! The command line: keys, start-up failures, the document, the in-memory mode.
+
+use std::process::Command;
+
+use crate::harness::{BIN, Client, Db, Server, json};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn keys_are_created_listed_and_revoked() {
+    let db = Db::sqlite();
+    let free = db.key("free");
+    let out = db.run(&[
+        "keys",
+        "create",
+        "--plan",
+        "enterprise",
+        "--per-minute",
+        "5",
+        "--per-day",
+        "50",
+        "--name",
+        "big customer",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let enterprise = String::from_utf8(out.stdout).expect("utf-8");
+    assert_eq!(enterprise.lines().count(), 1, "the key alone on stdout");
+
+    let out = db.run(&["keys", "list"]);
+    assert!(out.status.success());
+    let listing = String::from_utf8(out.stdout).expect("utf-8");
+    let lines: Vec<&str> = listing.lines().collect();
+    assert_eq!(lines.len(), 2);
+    let free_id = free
+        .trim_start_matches("as_live_")
+        .split('_')
+        .next()
+        .expect("an id");
+    assert!(
+        lines[0].starts_with(&format!("{free_id}\tfree\t60/min\t1000/day\tactive")),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("\tenterprise\t5/min\t50/day\tactive")
+            && lines[1].ends_with("name=big customer"),
+        "{}",
+        lines[1]
+    );
+    for key in [&free, enterprise.trim()] {
+        let secret = key.rsplit('_').next().expect("a secret");
+        assert!(!listing.contains(secret), "keys list never shows a secret");
+    }
+
+    let out = db.run(&["keys", "revoke", free_id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listing = String::from_utf8(db.run(&["keys", "list"]).stdout).expect("utf-8");
+    assert!(
+        listing
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("\trevoked\t")),
+        "{listing}"
+    );
+
+    let out = db.run(&["keys", "revoke", "zzzzzzzzzzzz"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no key has id zzzzzzzzzzzz"));
+}
+
+#[test]
+fn bad_key_requests_are_refused_with_a_clear_line() {
+    let db = Db::sqlite();
+    for (args, needle) in [
+        (
+            &["keys", "create", "--plan", "free", "--per-minute", "10"][..],
+            "only be set on the enterprise plan",
+        ),
+        (
+            &[
+                "keys",
+                "create",
+                "--plan",
+                "enterprise",
+                "--per-minute",
+                "10",
+            ][..],
+            "needs both",
+        ),
+        (
+            &["keys", "create", "--plan", "gold"][..],
+            "invalid value 'gold'",
+        ),
+        (&["keys", "revoke", "NOT-AN-ID"][..], "is not a key id"),
+    ] {
+        let out = db.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+    }
+    assert!(
+        db.run(&["keys", "list"]).stdout.is_empty(),
+        "no key was created"
+    );
+}
+
+#[test]
+fn start_up_problems_are_one_line_and_exit_code_2() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--database-url", "mysql://nowhere/db", "serve"],
+            "unsupported database URL",
+        ),
+        (
+            &[
+                "--database-url",
+                "sqlite:///nonexistent-dir/x/y.db",
+                "serve",
+            ],
+            "cannot open the database",
+        ),
+        (
+            &[
+                "--database-url",
+                "postgres://nobody@127.0.0.1:1/db",
+                "migrate",
+            ],
+            "cannot open the database",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .env("RUST_LOG", "off")
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"));
+    }
+    let db = Db::sqlite();
+    let server = db.start();
+    let taken = server.base.trim_start_matches("http://").to_owned();
+    let out = Command::new(BIN)
+        .args(["serve", "--bind", &taken])
+        .env("DATABASE_URL", &db.url)
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot listen on"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_committed_document_is_the_one_the_binary_serves() {
+    let out = Command::new(BIN)
+        .args(["--database-url", "memory://", "openapi"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).expect("utf-8");
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/openapi.json"
+    ))
+    .expect("docs/openapi.json exists");
+    assert!(
+        generated.trim() == committed.trim(),
+        "docs/openapi.json is stale: regenerate it with `cargo xtask openapi`"
+    );
+}
+
+#[tokio::test]
+async fn memory_mode_serves_with_a_key_for_its_run() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = Server::start("memory://", dir.path().to_path_buf(), &[]);
+    let key = server
+        .startup
+        .iter()
+        .find_map(|line| line.strip_prefix("demo API key (free plan, this run only): "))
+        .expect("the server prints a key for its run")
+        .trim()
+        .to_owned();
+    let client = Client::new(&key);
+    let resp = client
+        .post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#)
+        .await;
+    assert_eq!(resp.status(), 201);
+    assert_eq!(json(resp).await["id"], 1);
+    assert_eq!(
+        json(client.get(&server.url("/v1/pets")).await)
+            .await
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    assert!(
+        std::fs::read_dir(dir.path())
+            .expect("readable")
+            .next()
+            .is_none(),
+        "memory:// writes no file"
+    );
+}

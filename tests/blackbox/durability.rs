@@ -1,0 +1,144 @@
+//! What survives a restart and a crash.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::{Client, Db, json};
+
+async fn restart_keeps_the_data(db: &Db) {
+    let key = db.key("business");
+    let client = Client::new(&key);
+    let server = db.start();
+    let rex = json(
+        client
+            .post(
+                &server.url("/v1/pets"),
+                r#"{"name":"Rex","categoryId":2,"status":"sold"}"#,
+            )
+            .await,
+    )
+    .await;
+    assert!(server.stop());
+    let server = db.start();
+    let listed = json(client.get(&server.url("/v1/pets")).await).await;
+    assert_eq!(listed, serde_json::json!([rex]));
+    let next = json(
+        client
+            .post(&server.url("/v1/pets"), r#"{"name":"Max","categoryId":2}"#)
+            .await,
+    )
+    .await;
+    assert!(
+        next["id"].as_i64() > rex["id"].as_i64(),
+        "ids go on growing"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_keeps_the_data_on_sqlite() {
+    restart_keeps_the_data(&Db::sqlite()).await;
+}
+
+#[tokio::test]
+async fn a_restart_keeps_the_data_on_postgres() {
+    if let Some(db) = Db::postgres() {
+        restart_keeps_the_data(&db).await;
+    }
+}
+
+/// Clients write as fast as they can; the server is killed with SIGKILL in the middle.
+/// Every pet acknowledged with a 201 must be there, exactly, after the restart.
+#[tokio::test]
+async fn every_acknowledged_pet_survives_kill_9() {
+    let db = Db::sqlite();
+    let key = db.key("business");
+    let server = db.start();
+    let base = server.base.clone();
+    let acknowledged: Arc<Mutex<BTreeMap<i64, Value>>> = Arc::default();
+
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let (client, base, acknowledged) =
+                (Client::new(&key), base.clone(), acknowledged.clone());
+            tokio::spawn(async move {
+                for i in 0..2_000 {
+                    let body = format!(r#"{{"name":"writer {w} pet {i}","categoryId":{}}}"#, w + 1);
+                    let Ok(resp) = client
+                        .raw()
+                        .post(format!("{base}/v1/pets"))
+                        .bearer_auth(client.key())
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                    else {
+                        return;
+                    };
+                    if resp.status() != 201 {
+                        return;
+                    }
+                    let Ok(pet) = resp.json::<Value>().await else {
+                        return;
+                    };
+                    let id = pet["id"].as_i64().expect("an id");
+                    acknowledged.lock().expect("lock").insert(id, pet);
+                }
+            })
+        })
+        .collect();
+
+    // Let a good number of writes land, then pull the plug.
+    for _ in 0..200 {
+        if acknowledged.lock().expect("lock").len() >= 300 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    server.kill();
+    for writer in writers {
+        writer.await.expect("a writer");
+    }
+    let acknowledged = acknowledged.lock().expect("lock").clone();
+    assert!(
+        acknowledged.len() >= 100,
+        "only {} writes were acknowledged",
+        acknowledged.len()
+    );
+
+    let server = db.start();
+    let client = Client::new(&key);
+    let mut stored = BTreeMap::new();
+    let mut uri = server.url("/v1/pets?limit=100");
+    for _ in 0..1_000 {
+        let resp = client.get(&uri).await;
+        let link = resp
+            .headers()
+            .get("link")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        for pet in json(resp).await.as_array().expect("an array") {
+            stored.insert(pet["id"].as_i64().expect("an id"), pet.clone());
+        }
+        match link {
+            Some(link) => {
+                uri = server.url(
+                    link.trim_start_matches('<')
+                        .split('>')
+                        .next()
+                        .expect("a target"),
+                );
+            }
+            None => break,
+        }
+    }
+    for (id, pet) in &acknowledged {
+        assert_eq!(
+            stored.get(id),
+            Some(pet),
+            "acknowledged pet {id} is lost or changed"
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! Starting the server and running its commands.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_animal-store");
+
+/// A fresh database for one test: an SQLite file in a temporary directory, or a fresh
+/// PostgreSQL database when asked for and available.
+pub struct Db {
+    pub dir: tempfile::TempDir,
+    pub url: String,
+}
+
+impl Db {
+    pub fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let url = format!("sqlite://{}", dir.path().join("store.db").display());
+        Self { dir, url }
+    }
+
+    /// A fresh PostgreSQL database, or `None` when no server is configured (see
+    /// `cargo xtask ci`).
+    pub fn postgres() -> Option<Self> {
+        let Ok(admin) = std::env::var("ANIMAL_STORE_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var_os("ANIMAL_STORE_REQUIRE_POSTGRES").is_none(),
+                "ANIMAL_STORE_REQUIRE_POSTGRES is set but ANIMAL_STORE_TEST_POSTGRES_URL is not"
+            );
+            eprintln!("skipped: no PostgreSQL server (run through `cargo xtask ci`)");
+            return None;
+        };
+        let name = format!("bb_{}_{}", std::process::id(), rand_suffix());
+        let status = Command::new("psql")
+            .args([
+                admin.as_str(),
+                "-q",
+                "-c",
+                &format!("CREATE DATABASE {name}"),
+            ])
+            .status()
+            .expect("psql runs");
+        assert!(status.success(), "CREATE DATABASE failed");
+        let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+        Some(Self {
+            dir: tempfile::tempdir().expect("a temporary directory"),
+            url: format!("{base}/{name}"),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs a command of the binary against this database.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("DATABASE_URL", &self.url)
+            .env_remove("ANIMAL_STORE_ENVIRONMENT")
+            .current_dir(self.path())
+            .output()
+            .expect("the binary runs")
+    }
+
+    /// Issues a key on `plan` and returns it.
+    pub fn key(&self, plan: &str) -> String {
+        let out = self.run(&["keys", "create", "--plan", plan]);
+        assert!(
+            out.status.success(),
+            "keys create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let key = String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_owned();
+        assert!(key.starts_with("as_live_"), "{key}");
+        key
+    }
+
+    pub fn start(&self) -> Server {
+        Server::start(&self.url, self.path().to_path_buf(), &[])
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()))
+}
+
+/// A running server.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    /// What the server wrote to stderr before it listened.
+    pub startup: Vec<String>,
+    /// Held so that the thread reading the server's stderr keeps draining it.
+    _stderr: mpsc::Receiver<String>,
+}
+
+impl Server {
+    #[allow(
+        clippy::zombie_processes,
+        reason = "Drop kills and waits for the server"
+    )]
+    pub fn start(database_url: &str, dir: PathBuf, extra: &[&str]) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
+            .env("DATABASE_URL", database_url)
+            .env("RUST_LOG", "info")
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let (lines, stderr) = mpsc::channel();
+        let pipe = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        loop {
+            let line = stderr
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| {
+                    panic!("the server did not say where it listens; it said: {seen:#?}")
+                });
+            if let Some(addr) = line.split("listening on ").nth(1) {
+                let base = addr.trim().to_owned();
+                return Self {
+                    child,
+                    base,
+                    startup: seen,
+                    _stderr: stderr,
+                };
+            }
+            seen.push(line);
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Kills the server at once, as a power cut would.
+    pub fn kill(mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("wait");
+    }
+
+    /// Asks the server to stop (SIGTERM) and waits for it; returns whether it exited 0.
+    pub fn stop(mut self) -> bool {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success());
+        for _ in 0..300 {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the server did not stop within 15 s of SIGTERM");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client with the key.
+pub struct Client {
+    http: reqwest::Client,
+    key: String,
+}
+
+impl Client {
+    pub fn new(key: &str) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            key: key.to_owned(),
+        }
+    }
+
+    pub async fn get(&self, url: &str) -> reqwest::Response {
+        self.http
+            .get(url)
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .expect("a response")
+    }
+
+    pub async fn post(&self, url: &str, body: &str) -> reqwest::Response {
+        self.http
+            .post(url)
+            .bearer_auth(&self.key)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("a response")
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn raw(&self) -> &reqwest::Client {
+        &self.http
+    }
+}
+
+pub async fn json(resp: reqwest::Response) -> serde_json::Value {
+    resp.json().await.expect("a JSON body")
+}
