@@ -76,7 +76,7 @@ pub struct ErrorBody {
     /// Human-readable description.
     pub message: String,
     /// The HTTP status code of the response.
-    pub status: u16,
+    pub status: i32,
 }
 
 /// An error on its way to the client.
@@ -143,7 +143,7 @@ impl ApiError {
         ErrorBody {
             code: self.code,
             message: self.message.clone(),
-            status: self.code.status().as_u16(),
+            status: i32::from(self.code.status().as_u16()),
         }
     }
 

@@ -78,12 +78,12 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         })
         .with(CatchPanic::new().with_handler(middleware::panic_response))
         .around(move |ep, req| {
-            let routes = deprecation_routes.clone();
-            async move { middleware::deprecation_headers(ep, req, &routes).await }
-        })
-        .around(move |ep, req| {
             let state = state.clone();
             async move { middleware::authenticate(ep, req, &state).await }
+        })
+        .around(move |ep, req| {
+            let routes = deprecation_routes.clone();
+            async move { middleware::deprecation_headers(ep, req, &routes).await }
         })
         .around(move |ep, req| {
             let routes = trace_routes.clone();

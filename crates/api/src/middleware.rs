@@ -6,8 +6,9 @@
 //!    (routing, extraction) becomes the Error body; an operation's own error responses pass.
 //! 3. [`allow_header`]: the `Allow` header RFC 9110 requires on a 405.
 //! 4. `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
-//! 5. [`deprecation_headers`]: the headers of a deprecated operation on all its responses.
-//! 6. [`authenticate`]: finds the caller's key; the seam where rate limiting sits.
+//! 5. [`authenticate`]: finds the caller's key; the seam where rate limiting sits.
+//! 6. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
+//!    those of the layers inside included.
 //! 7. [`trace_request`]: a request id and one span and log line per request.
 //!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
@@ -91,8 +92,8 @@ pub async fn allow_header<E: Endpoint>(
     Ok(response)
 }
 
-/// Layer 4: the response for a panicking handler. The panic itself is logged by the panic
-/// hook, inside the request's span.
+/// Layer 4: the response for a panicking handler. The panic itself is logged by the
+/// process's panic hook; the request's log line carries the request id.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "the signature poem's PanicHandler wants"
@@ -101,7 +102,7 @@ pub fn panic_response(_panic: Box<dyn Any + Send>) -> Response {
     ApiError::internal().into_response()
 }
 
-/// Layer 5: adds `Deprecation`, `Sunset` and `Link` to every response of a deprecated
+/// Layer 6: adds `Deprecation`, `Sunset` and `Link` to every response of a deprecated
 /// operation.
 pub async fn deprecation_headers<E: Endpoint>(
     ep: Arc<E>,
@@ -121,7 +122,7 @@ pub async fn deprecation_headers<E: Endpoint>(
     Ok(response)
 }
 
-/// Layer 6: resolves the caller's API key before anything needs it.
+/// Layer 5: resolves the caller's API key before anything needs it.
 pub async fn authenticate<E: Endpoint>(
     ep: Arc<E>,
     mut req: Request,

@@ -36,6 +36,9 @@ pub fn document(service: &OpenApiService<PetsApi, ()>) -> Value {
     });
     for operation in operations(&mut document) {
         operation["x-stability"] = json!("stable");
+        for response in responses(operation) {
+            canonical_header_names(response);
+        }
         let deprecation = operation["operationId"].as_str().and_then(Deprecation::of);
         if let Some(deprecation) = deprecation {
             for response in responses(operation) {
@@ -68,6 +71,28 @@ fn responses(operation: &mut Value) -> impl Iterator<Item = &mut Value> {
         .as_object_mut()
         .into_iter()
         .flat_map(|r| r.values_mut())
+}
+
+/// poem-openapi writes response header names in capitals (`LOCATION`); HTTP names are
+/// case-insensitive, but readers expect the usual spelling (`Location`).
+fn canonical_header_names(response: &mut Value) {
+    if let Some(headers) = response["headers"].as_object_mut() {
+        let renamed = std::mem::take(headers).into_iter().map(|(name, header)| {
+            let canonical = name
+                .split('-')
+                .map(|word| {
+                    let lower = word.to_ascii_lowercase();
+                    let mut chars = lower.chars();
+                    chars.next().map_or_else(String::new, |first| {
+                        first.to_ascii_uppercase().to_string() + chars.as_str()
+                    })
+                })
+                .collect::<Vec<_>>()
+                .join("-");
+            (canonical, header)
+        });
+        headers.extend(renamed);
+    }
 }
 
 fn header(response: &mut Value, name: &str, description: &str, example: &str) {

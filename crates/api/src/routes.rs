@@ -35,17 +35,23 @@ impl RouteEntry {
         &self.template
     }
 
-    /// The value of an `Allow` header: the methods of the route.
+    /// The value of an `Allow` header: the methods of the route, with `HEAD` wherever `GET`
+    /// is (poem answers `HEAD` with the `GET` handler).
     pub fn allow(&self) -> String {
-        self.methods
-            .iter()
-            .map(|(m, _)| m.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut methods: Vec<&str> = self.methods.iter().map(|(m, _)| m.as_str()).collect();
+        if self.methods.iter().any(|(m, _)| m == Method::GET) {
+            methods.push(Method::HEAD.as_str());
+        }
+        methods.join(", ")
     }
 
-    /// The id of the operation `method` reaches on this route.
+    /// The id of the operation `method` reaches on this route; `HEAD` reaches `GET`'s.
     pub fn operation(&self, method: &Method) -> Option<&str> {
+        let method = if method == Method::HEAD {
+            &Method::GET
+        } else {
+            method
+        };
         self.methods
             .iter()
             .find(|(m, _)| m == method)
@@ -125,15 +131,16 @@ mod tests {
         let table = RouteTable::from_document(&doc, "/v1").with_route("/v1/docs", &[Method::GET]);
         assert_eq!(
             table.find("/v1/pets").map(RouteEntry::allow).as_deref(),
-            Some("GET, POST")
+            Some("GET, POST, HEAD")
         );
         let get_pet = table.find("/v1/pets/12").expect("a route");
         assert_eq!(get_pet.template(), "/v1/pets/{petId}");
         assert_eq!(get_pet.operation(&Method::GET), Some("getPet"));
+        assert_eq!(get_pet.operation(&Method::HEAD), Some("getPet"));
         assert_eq!(get_pet.operation(&Method::DELETE), None);
         assert_eq!(
             table.find("/v1/docs").map(RouteEntry::allow).as_deref(),
-            Some("GET")
+            Some("GET, HEAD")
         );
         assert!(table.find("/v1/pets/").is_none());
         assert!(table.find("/v1/pets/1/2").is_none());

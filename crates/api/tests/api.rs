@@ -205,12 +205,12 @@ async fn a2_routing_errors_use_the_error_body() {
         .send(Method::DELETE, "/v1/pets", Some(&h.bearer()), None)
         .await;
     reply.assert_error(405, "method_not_allowed");
-    assert_eq!(reply.header("allow"), Some("GET, POST"));
+    assert_eq!(reply.header("allow"), Some("GET, POST, HEAD"));
     let reply = h
         .send(Method::PUT, "/v1/pets/1", Some(&h.bearer()), None)
         .await;
     reply.assert_error(405, "method_not_allowed");
-    assert_eq!(reply.header("allow"), Some("GET"));
+    assert_eq!(reply.header("allow"), Some("GET, HEAD"));
 }
 
 #[tokio::test]

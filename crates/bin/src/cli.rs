@@ -1,7 +1,8 @@
 //! The command line: every setting is a flag with an environment variable beside it.
 
 use animal_store_domain::Environment;
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// The Animal Store server and its administration commands.
 #[derive(Debug, Clone, Parser)]
@@ -107,6 +108,38 @@ pub enum KeysCommand {
         /// The key id, as `keys list` shows it.
         id: String,
     },
+}
+
+/// The options of `serve` that can also stand before any command, for `animal-store --bind ...`.
+const SERVE_OPTIONS: [(&str, &str); 4] = [
+    ("bind", "--bind"),
+    ("production_url", "--production-url"),
+    ("staging_url", "--staging-url"),
+    ("shutdown_grace", "--shutdown-grace"),
+];
+
+/// Parses the command line, exiting with clap's message and code 2 on a mistake. An option
+/// of `serve` written before a command (`animal-store --bind X keys list`, or even
+/// `... --bind X serve`) would be ignored, so it is refused instead.
+pub fn parse() -> Cli {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    if matches.subcommand_name().is_some() {
+        let misplaced = SERVE_OPTIONS
+            .iter()
+            .find(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine));
+        if let Some((_, flag)) = misplaced {
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "{flag} is an option of `serve`: write it after `serve`, or give no command"
+                    ),
+                )
+                .exit();
+        }
+    }
+    cli
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `keys create|list|revoke`: key management on the database `serve` uses.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -66,8 +67,12 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
             .await
             .context("cannot read the keys")
             .map(|all| {
+                let mut out = std::io::stdout().lock();
                 for key in &all {
-                    println!("{}", describe(key));
+                    // A closed pipe (`keys list | head -1`) just ends the listing.
+                    if writeln!(out, "{}", describe(key)).is_err() {
+                        break;
+                    }
                 }
             }),
     };

@@ -13,10 +13,8 @@ mod keys;
 mod serve;
 mod stores;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
-
-use clap::Parser;
 
 use cli::{Cli, Command};
 
@@ -29,8 +27,11 @@ enum Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::parse();
     init_tracing();
+    // A panic (a bug) is logged like any other error, inside the span of the request that hit
+    // it; the server goes on serving.
+    std::panic::set_hook(Box::new(|panic| tracing::error!(%panic, "panic")));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -61,8 +62,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Openapi => {
-            println!("{}", serve::openapi_document(&cli));
-            Ok(())
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", serve::openapi_document(&cli)).map_err(|e| {
+                Failure::Runtime(anyhow::Error::new(e).context("cannot write the document"))
+            })
         }
     }
 }

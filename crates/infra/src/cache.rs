@@ -17,6 +17,8 @@ use moka::future::Cache;
 pub struct CachedApiKeyStore {
     inner: Arc<dyn ApiKeyStore>,
     by_digest: Cache<[u8; 32], Option<ApiKey>>,
+    /// The digest of each cached key, so that a write by id can drop the key's entry.
+    digests: Cache<KeyId, [u8; 32]>,
 }
 
 impl CachedApiKeyStore {
@@ -33,6 +35,16 @@ impl CachedApiKeyStore {
                 .max_capacity(Self::CAPACITY)
                 .time_to_live(Self::TTL)
                 .build(),
+            digests: Cache::builder()
+                .max_capacity(Self::CAPACITY)
+                .time_to_live(Self::TTL)
+                .build(),
+        }
+    }
+
+    async fn forget(&self, id: &KeyId) {
+        if let Some(digest) = self.digests.remove(id).await {
+            self.by_digest.invalidate(&digest).await;
         }
     }
 }
@@ -46,19 +58,23 @@ impl ApiKeyStore for CachedApiKeyStore {
     }
 
     async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
-        self.by_digest
+        let found = self
+            .by_digest
             .try_get_with(*digest.as_bytes(), self.inner.find_by_digest(digest))
-            .await
-            .map_err(|err| match Arc::try_unwrap(err) {
-                Ok(err) => err,
-                // Other requests waited on the same lookup and hold the error too.
-                Err(shared) => match *shared {
-                    RepositoryError::Unavailable(_) => {
-                        RepositoryError::Unavailable(Box::new(shared))
-                    }
-                    _ => RepositoryError::Backend(Box::new(shared)),
-                },
-            })
+            .await;
+        if let Ok(Some(key)) = &found {
+            self.digests
+                .insert(key.id.clone(), *digest.as_bytes())
+                .await;
+        }
+        found.map_err(|err| match Arc::try_unwrap(err) {
+            Ok(err) => err,
+            // Other requests waited on the same lookup and hold the error too.
+            Err(shared) => match *shared {
+                RepositoryError::Unavailable(_) => RepositoryError::Unavailable(Box::new(shared)),
+                _ => RepositoryError::Backend(Box::new(shared)),
+            },
+        })
     }
 
     async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
@@ -67,13 +83,15 @@ impl ApiKeyStore for CachedApiKeyStore {
 
     async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError> {
         let revoked = self.inner.revoke(id, at).await?;
-        if let Some(key) = &revoked {
-            self.by_digest.invalidate(key.digest.as_bytes()).await;
-        }
+        self.forget(id).await;
         Ok(revoked)
     }
 
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
-        self.inner.touch(id, at).await
+        self.inner.touch(id, at).await?;
+        // The cached copy has the old last-use time: without this, every request in the next
+        // TTL would find the key stale and write again.
+        self.forget(id).await;
+        Ok(())
     }
 }

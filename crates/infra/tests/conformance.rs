@@ -2,7 +2,7 @@
 
 mod common;
 
-use animal_store_infra::{MemoryApiKeyStore, MemoryPetRepository, conformance};
+use animal_store_infra::{CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, conformance};
 use common::{SqliteFile, open_postgres};
 
 #[tokio::test]
@@ -46,5 +46,20 @@ async fn postgres_api_key_store() {
         return;
     };
     conformance::api_key_store(&db.keys()).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn cached_memory_api_key_store() {
+    let store = CachedApiKeyStore::new(std::sync::Arc::new(MemoryApiKeyStore::new()));
+    conformance::api_key_store(&store).await;
+}
+
+#[tokio::test]
+async fn cached_sqlite_api_key_store() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let store = CachedApiKeyStore::new(std::sync::Arc::new(db.keys()));
+    conformance::api_key_store(&store).await;
     db.close().await;
 }

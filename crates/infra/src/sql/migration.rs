@@ -109,7 +109,7 @@ impl MigrationTrait for CreateApiKeys {
                     )
                     .col(
                         ColumnDef::new(ApiKeys::Digest)
-                            .binary()
+                            .blob()
                             .not_null()
                             .unique_key(),
                     )
