@@ -18,6 +18,7 @@ mod auth;
 mod body;
 pub mod deprecation;
 pub mod error;
+mod limits;
 pub mod middleware;
 mod openapi;
 mod params;
@@ -79,7 +80,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .with(CatchPanic::new().with_handler(middleware::panic_response))
         .around(move |ep, req| {
             let state = state.clone();
-            async move { middleware::authenticate(ep, req, &state).await }
+            async move { middleware::guard(ep, req, &state).await }
         })
         .around(move |ep, req| {
             let routes = deprecation_routes.clone();
@@ -87,7 +88,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         })
         .around(move |ep, req| {
             let routes = trace_routes.clone();
-            async move { middleware::trace_request(ep, req, &routes).await }
+            // Boxed: the layers inside make a large future, best kept off the stack.
+            async move { Box::pin(middleware::trace_request(ep, req, &routes)).await }
         })
         .into_endpoint()
         .boxed()

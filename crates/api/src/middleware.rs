@@ -6,7 +6,8 @@
 //!    (routing, extraction) becomes the Error body; an operation's own error responses pass.
 //! 3. [`allow_header`]: the `Allow` header RFC 9110 requires on a 405.
 //! 4. `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
-//! 5. [`authenticate`]: finds the caller's key; the seam where rate limiting sits.
+//! 5. [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
+//!    on every response (see `limits`).
 //! 6. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
 //!    those of the layers inside included.
 //! 7. [`trace_request`]: a request id and one span and log line per request.
@@ -23,11 +24,11 @@ use poem::http::{HeaderName, HeaderValue, StatusCode, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 use tracing::Instrument;
 
-use crate::auth;
 use crate::deprecation::Deprecation;
 use crate::error::ApiError;
 use crate::routes::RouteTable;
 use crate::state::AppState;
+use crate::{auth, limits};
 
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -122,16 +123,24 @@ pub async fn deprecation_headers<E: Endpoint>(
     Ok(response)
 }
 
-/// Layer 5: resolves the caller's API key before anything needs it.
-pub async fn authenticate<E: Endpoint>(
+/// Layer 5: finds the caller's key, counts the request against it (or against the client
+/// address without one), refuses it with 429 when over the limit, and puts the rate-limit
+/// headers on whatever response comes back.
+pub async fn guard<E: Endpoint>(
     ep: Arc<E>,
     mut req: Request,
     state: &AppState,
 ) -> poem::Result<Response> {
-    if let Err(err) = auth::resolve_key(&state.keys, &mut req).await {
-        return Ok(err.into_response());
-    }
-    Ok(respond(ep.as_ref(), req).await)
+    let key = auth::resolve_key(&state.keys, &mut req).await;
+    let (subject, quota) = limits::subject(state, key.as_ref().ok().and_then(Option::as_ref), &req);
+    let decision = state.limiter.check(&subject, quota).await;
+    let mut response = match (key, limits::refusal(&decision)) {
+        (Err(err), _) => err.into_response(),
+        (Ok(_), Some(refusal)) => refusal.into_response(),
+        (Ok(_), None) => respond(ep.as_ref(), req).await,
+    };
+    limits::set_headers(response.headers_mut(), &decision);
+    Ok(response)
 }
 
 /// Layer 7: gives the request an id (`X-Request-Id` on the response) and a span with its

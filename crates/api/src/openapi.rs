@@ -36,8 +36,10 @@ pub fn document(service: &OpenApiService<PetsApi, ()>) -> Value {
     });
     for operation in operations(&mut document) {
         operation["x-stability"] = json!("stable");
+        add_too_many_requests(operation);
         for response in responses(operation) {
             canonical_header_names(response);
+            add_rate_limit_headers(response);
         }
         let deprecation = operation["operationId"].as_str().and_then(Deprecation::of);
         if let Some(deprecation) = deprecation {
@@ -71,6 +73,50 @@ fn responses(operation: &mut Value) -> impl Iterator<Item = &mut Value> {
         .as_object_mut()
         .into_iter()
         .flat_map(|r| r.values_mut())
+}
+
+/// Every operation can be refused for going over a limit.
+fn add_too_many_requests(operation: &mut Value) {
+    operation["responses"]["429"] = json!({
+        "description": "Rate limit exceeded (`rate_limited`), or the API key is suspended for \
+                        calling on while limited (`api_key_suspended`). Wait `Retry-After` \
+                        seconds; back off exponentially.",
+        "content": {"application/json; charset=utf-8": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        "headers": {
+            "Retry-After": {
+                "description": "Seconds to wait before retrying (at least 1).",
+                "required": true,
+                "schema": {"type": "integer", "format": "int64", "minimum": 1},
+            }
+        },
+    });
+}
+
+/// The headers the rate-limit and tracing layers put on every response.
+fn add_rate_limit_headers(response: &mut Value) {
+    if !response["headers"].is_object() {
+        response["headers"] = json!({});
+    }
+    let integer = |description: &str| json!({"description": description, "required": true, "schema": {"type": "integer", "format": "int64"}});
+    let string = |description: &str, example: &str| json!({"description": description, "required": true, "schema": {"type": "string"}, "example": example});
+    let headers = &mut response["headers"];
+    headers["X-RateLimit-Limit"] =
+        integer("The limit of the binding window: the one with the fewest requests left.");
+    headers["X-RateLimit-Remaining"] = integer("Requests remaining in the binding window.");
+    headers["X-RateLimit-Reset"] =
+        integer("Unix timestamp (seconds) at which the binding window resets.");
+    headers["RateLimit-Policy"] = string(
+        "Both windows, as in the IETF draft: quota `q` per window of `w` seconds.",
+        "\"minute\";q=60;w=60, \"day\";q=1000;w=86400",
+    );
+    headers["RateLimit"] = string(
+        "Both windows, as in the IETF draft: `r` requests remaining, reset in `t` seconds.",
+        "\"minute\";r=59;t=41, \"day\";r=999;t=80000",
+    );
+    headers["X-Request-Id"] = string(
+        "Identifies the request in the service's logs.",
+        "3f2a9c1e5b7d4a60",
+    );
 }
 
 /// poem-openapi writes response header names in capitals (`LOCATION`); HTTP names are

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{Clock, KeyService, PetService};
+use animal_store_domain::{Clock, KeyService, LimitPolicy, PetService, RateLimiter};
+use ipnet::IpNet;
 
 /// The services and settings the API runs on. Cheap to clone.
 #[derive(Clone)]
@@ -11,8 +12,12 @@ pub struct AppState {
     pub pets: PetService,
     /// API keys: authentication.
     pub keys: KeyService,
-    /// The time, for sunsets (and rate-limit windows).
+    /// The time, for sunsets.
     pub clock: Arc<dyn Clock>,
+    /// Counts requests per key and per client address.
+    pub limiter: Arc<dyn RateLimiter>,
+    /// Suspensions and the quota of requests without a valid key.
+    pub limits: LimitPolicy,
     /// Settings.
     pub config: Arc<ApiConfig>,
 }
@@ -24,6 +29,8 @@ pub struct ApiConfig {
     pub production_url: String,
     /// The staging address, `/v1` included, listed in the document's `servers`.
     pub staging_url: String,
+    /// Proxies whose `X-Forwarded-For` is believed when finding a client's address.
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 impl Default for ApiConfig {
@@ -31,6 +38,7 @@ impl Default for ApiConfig {
         Self {
             production_url: "https://api.animal-store.example/v1".to_owned(),
             staging_url: "https://staging.api.animal-store.example/v1".to_owned(),
+            trusted_proxies: Vec::new(),
         }
     }
 }

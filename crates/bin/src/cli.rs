@@ -80,6 +80,44 @@ pub struct ServeArgs {
     /// Seconds in-flight requests get to finish after SIGINT or SIGTERM.
     #[arg(long, env = "ANIMAL_STORE_SHUTDOWN_GRACE", default_value_t = 30)]
     pub shutdown_grace: u64,
+
+    /// A key refused more than this many times after its first 429, while limited, is
+    /// suspended.
+    #[arg(long, env = "ANIMAL_STORE_SUSPEND_AFTER", default_value_t = 30)]
+    pub suspend_after: u32,
+
+    /// How long a suspension lasts, in seconds.
+    #[arg(long, env = "ANIMAL_STORE_SUSPENSION_SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    pub suspension_secs: u64,
+
+    /// Requests per minute from one client address without a valid key.
+    #[arg(long, env = "ANIMAL_STORE_PER_ADDRESS_PER_MINUTE", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..))]
+    pub per_address_per_minute: u32,
+
+    /// A proxy (address or CIDR network) whose `X-Forwarded-For` is believed; repeat the
+    /// option, or separate with commas in the variable.
+    #[arg(long = "trusted-proxy", env = "ANIMAL_STORE_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_network)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+
+    /// The most subjects (keys and client addresses) whose counters are kept in memory.
+    #[arg(
+        long,
+        env = "ANIMAL_STORE_LIMITER_CAPACITY",
+        default_value_t = 2_000_000
+    )]
+    pub limiter_capacity: u64,
+
+    /// Read the time from this file (Unix seconds) instead of the system clock. For tests
+    /// that must cross a minute, a day or a sunset without waiting; never in production.
+    #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE", hide = true)]
+    pub clock_file: Option<std::path::PathBuf>,
+}
+
+/// An address or a network: `10.0.0.1` or `10.0.0.0/8`.
+fn parse_network(text: &str) -> Result<ipnet::IpNet, String> {
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{text:?} is neither an IP address nor a CIDR network"))
 }
 
 /// The key commands.
@@ -111,11 +149,17 @@ pub enum KeysCommand {
 }
 
 /// The options of `serve` that can also stand before any command, for `animal-store --bind ...`.
-const SERVE_OPTIONS: [(&str, &str); 4] = [
+const SERVE_OPTIONS: [(&str, &str); 10] = [
     ("bind", "--bind"),
     ("production_url", "--production-url"),
     ("staging_url", "--staging-url"),
     ("shutdown_grace", "--shutdown-grace"),
+    ("suspend_after", "--suspend-after"),
+    ("suspension_secs", "--suspension-secs"),
+    ("per_address_per_minute", "--per-address-per-minute"),
+    ("trusted_proxies", "--trusted-proxy"),
+    ("limiter_capacity", "--limiter-capacity"),
+    ("clock_file", "--clock-file"),
 ];
 
 /// Parses the command line, exiting with clap's message and code 2 on a mistake. An option

@@ -63,9 +63,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Openapi => {
             let mut out = std::io::stdout().lock();
-            writeln!(out, "{}", serve::openapi_document(&cli)).map_err(|e| {
-                Failure::Runtime(anyhow::Error::new(e).context("cannot write the document"))
-            })
+            let document = serve::openapi_document(&cli).map_err(Failure::Startup)?;
+            match writeln!(out, "{document}") {
+                // A closed pipe (`openapi | head`) is the reader's choice, not a failure.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Runtime(
+                    anyhow::Error::new(e).context("cannot write the document"),
+                )),
+                _ => Ok(()),
+            }
         }
     }
 }

@@ -5,41 +5,81 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use animal_store_api::{ApiConfig, AppState};
-use animal_store_domain::{Clock, KeyService, PetService, Plan};
-use animal_store_infra::{CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, SystemClock};
+use animal_store_domain::{Clock, KeyService, LimitPolicy, PetService, Plan, Quota};
+use animal_store_infra::{
+    CachedApiKeyStore, FileClock, MemoryApiKeyStore, MemoryPetRepository, MokaRateLimiter,
+    SystemClock,
+};
 use anyhow::Context;
 use poem::Server;
 use poem::listener::{Acceptor, Listener, TcpListener};
 
 use crate::Failure;
-use crate::cli::{Cli, ServeArgs};
+use crate::cli::{Cli, Command, ServeArgs};
 use crate::stores::Stores;
 
 fn api_config(args: &ServeArgs) -> ApiConfig {
     ApiConfig {
         production_url: args.production_url.clone(),
         staging_url: args.staging_url.clone(),
+        trusted_proxies: args.trusted_proxies.clone(),
     }
 }
 
-/// The OpenAPI document, as the server would serve it.
-pub fn openapi_document(cli: &Cli) -> String {
-    let args = match &cli.command {
-        Some(crate::cli::Command::Serve(args)) => args,
-        _ => &cli.serve,
-    };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let state = AppState {
-        pets: PetService::new(Arc::new(MemoryPetRepository::new())),
+fn limit_policy(args: &ServeArgs) -> anyhow::Result<LimitPolicy> {
+    Ok(LimitPolicy {
+        suspend_after: args.suspend_after,
+        suspension: Duration::from_secs(args.suspension_secs),
+        per_address: Quota::per_minute_only(args.per_address_per_minute)
+            .context("--per-address-per-minute must be at least 1")?,
+    })
+}
+
+fn clock(args: &ServeArgs) -> Arc<dyn Clock> {
+    match &args.clock_file {
+        Some(path) => {
+            tracing::warn!(path = %path.display(), "reading the time from a file: for tests only");
+            Arc::new(FileClock::new(path))
+        }
+        None => Arc::new(SystemClock),
+    }
+}
+
+/// The services of `serve` over `stores`.
+fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppState> {
+    let clock = clock(args);
+    let limits = limit_policy(args)?;
+    Ok(AppState {
+        pets: PetService::new(stores.pets()),
         keys: KeyService::new(
-            Arc::new(MemoryApiKeyStore::new()),
+            Arc::new(CachedApiKeyStore::new(stores.keys())),
             clock.clone(),
             cli.environment,
         ),
+        limiter: Arc::new(MokaRateLimiter::new(
+            limits,
+            args.limiter_capacity,
+            clock.clone(),
+        )),
+        limits,
         clock,
         config: Arc::new(api_config(args)),
+    })
+}
+
+/// The OpenAPI document, as the server would serve it.
+pub fn openapi_document(cli: &Cli) -> anyhow::Result<String> {
+    let args = match &cli.command {
+        Some(Command::Serve(args)) => args,
+        _ => &cli.serve,
     };
-    animal_store_api::openapi_document(&state)
+    let stores = Stores::Memory {
+        pets: Arc::new(MemoryPetRepository::new()),
+        keys: Arc::new(MemoryApiKeyStore::new()),
+    };
+    Ok(animal_store_api::openapi_document(&state(
+        args, cli, &stores,
+    )?))
 }
 
 /// Runs the server.
@@ -47,30 +87,20 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     let stores = Stores::open(&cli.database_url)
         .await
         .map_err(Failure::Startup)?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let keys = KeyService::new(
-        Arc::new(CachedApiKeyStore::new(stores.keys())),
-        clock.clone(),
-        cli.environment,
-    );
-    if let Err(err) = greet(&stores, &keys).await {
-        stores.close().await;
-        return Err(Failure::Startup(err));
-    }
-    let state = AppState {
-        pets: PetService::new(stores.pets()),
-        keys,
-        clock,
-        config: Arc::new(api_config(args)),
+    let started = async {
+        let state = state(args, cli, &stores)?;
+        greet(&stores, &state.keys).await?;
+        let acceptor = TcpListener::bind(args.bind.as_str())
+            .into_acceptor()
+            .await
+            .with_context(|| format!("cannot listen on {}", args.bind))?;
+        anyhow::Ok((state, acceptor))
     };
-
-    let acceptor = match TcpListener::bind(args.bind.as_str()).into_acceptor().await {
-        Ok(acceptor) => acceptor,
+    let (state, acceptor) = match started.await {
+        Ok(started) => started,
         Err(err) => {
             stores.close().await;
-            return Err(Failure::Startup(
-                anyhow::Error::new(err).context(format!("cannot listen on {}", args.bind)),
-            ));
+            return Err(Failure::Startup(err));
         }
     };
     for addr in acceptor

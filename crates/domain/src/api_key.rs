@@ -108,6 +108,13 @@ impl KeyId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The id as its 12 bytes, for compact keys in memory.
+    pub fn to_bytes(&self) -> [u8; 12] {
+        let mut bytes = [0; 12];
+        bytes.copy_from_slice(&self.0.as_bytes()[..Self::LEN]);
+        bytes
+    }
 }
 
 impl fmt::Display for KeyId {

@@ -7,6 +7,8 @@
 //!   contract lives in exactly one constructor, so an invalid value cannot exist.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest.
+//! - [`limit`]: rate-limit windows and the decision to admit a request, as pure functions,
+//!   and the [`RateLimiter`] port.
 //! - [`ports`]: the traits adapters implement (storage, clock).
 //! - [`service`]: the use cases the HTTP layer and the command line call.
 //!
@@ -14,12 +16,14 @@
 //! `animal-store-infra`, HTTP in `animal-store-api`.
 
 pub mod api_key;
+pub mod limit;
 pub mod pet;
 pub mod plan;
 pub mod ports;
 pub mod service;
 
 pub use api_key::{ApiKey, ApiKeySecret, Environment, KeyDigest, KeyId, KeyName, KeyNameError};
+pub use limit::{Decision, LimitPolicy, LimitState, RateLimiter, Subject, Verdict, WindowUsage};
 pub use pet::{
     CategoryId, CategoryIdError, NewPet, PageLimit, PageLimitError, Pet, PetId, PetName,
     PetNameError, PetStatus, UnknownPetStatus,

@@ -33,6 +33,16 @@ impl Quota {
         }
     }
 
+    /// A quota bounded by the minute only: its day allows every minute of the day to be full,
+    /// so it never binds.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::ZeroQuota`] when `per_minute` is zero.
+    pub fn per_minute_only(per_minute: u32) -> Result<Self, PlanError> {
+        Self::new(per_minute, per_minute.saturating_mul(1_440))
+    }
+
     const fn fixed(per_minute: u32, per_day: u32) -> Self {
         match (NonZeroU32::new(per_minute), NonZeroU32::new(per_day)) {
             (Some(per_minute), Some(per_day)) => Self {

@@ -51,3 +51,28 @@ impl Clock for ManualClock {
         *self.now.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// A clock that reads the time from a file holding Unix seconds (`1795305600.25`), for
+/// black-box tests that must cross a minute, a UTC midnight or a sunset without waiting.
+/// When the file cannot be read, the system time is used.
+#[derive(Debug, Clone)]
+pub struct FileClock {
+    path: std::path::PathBuf,
+}
+
+impl FileClock {
+    /// A clock reading `path` at every call.
+    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+}
+
+impl Clock for FileClock {
+    fn now(&self) -> SystemTime {
+        std::fs::read_to_string(&self.path)
+            .ok()
+            .and_then(|text| text.trim().parse::<f64>().ok())
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .map_or_else(SystemTime::now, |since| SystemTime::UNIX_EPOCH + since)
+    }
+}

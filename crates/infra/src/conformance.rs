@@ -7,11 +7,17 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
+use crate::clock::ManualClock;
+
 use futures_util::future::join_all;
 
+use std::sync::Arc;
+
+use animal_store_domain::limit::DAY;
 use animal_store_domain::{
-    ApiKey, ApiKeySecret, ApiKeyStore, CategoryId, Environment, KeyId, KeyName, NewPet, PetId,
-    PetName, PetRepository, PetStatus, Plan, RepositoryError,
+    ApiKey, ApiKeySecret, ApiKeyStore, CategoryId, Clock, Environment, KeyId, KeyName, LimitPolicy,
+    NewPet, PetId, PetName, PetRepository, PetStatus, Plan, Quota, RateLimiter, RepositoryError,
+    Subject, Verdict,
 };
 
 fn new_pet(name: &str, category: i64, status: PetStatus) -> NewPet {
@@ -274,5 +280,147 @@ pub async fn api_key_store(store: &dyn ApiKeyStore) {
             .expect("revoke")
             .is_none(),
         "revoking an unknown id finds nothing"
+    );
+}
+
+/// 2026-11-22T00:00:00Z, a UTC midnight: where the limiter suite starts its clock.
+pub const LIMITER_EPOCH: u64 = 1_795_305_600;
+
+/// Checks a [`RateLimiter`]. `make` builds a fresh limiter on the given clock and policy;
+/// the suite moves the clock itself.
+#[expect(clippy::too_many_lines, reason = "one suite reads best top to bottom")]
+pub async fn rate_limiter<F>(make: F)
+where
+    F: Fn(Arc<dyn Clock>, LimitPolicy) -> Arc<dyn RateLimiter>,
+{
+    let policy = LimitPolicy::default();
+    let key = |n: u8| Subject::Key(KeyId::parse(&format!("key{n:09}")).expect("a valid id"));
+    let free = Plan::Free.quota();
+
+    // A minute quota: exactly 60 admitted, remaining counting down, then limited until the
+    // minute ends; refused requests count in neither window.
+    let clock = ManualClock::at_unix(LIMITER_EPOCH + 3_600 + 15);
+    let limiter = make(Arc::new(clock.clone()), policy);
+    for expected in (0..60).rev() {
+        let d = limiter.check(&key(1), free).await;
+        assert!(
+            d.is_admitted(),
+            "request {} of 60 is admitted",
+            60 - expected
+        );
+        assert_eq!(d.minute.remaining, expected);
+        assert_eq!(d.binding(), d.minute);
+    }
+    for _ in 0..5 {
+        let d = limiter.check(&key(1), free).await;
+        assert_eq!(
+            d.verdict,
+            Verdict::Limited { retry_after: 45 },
+            "limited until the minute ends"
+        );
+        assert_eq!(
+            (d.minute.remaining, d.day.remaining),
+            (0, 940),
+            "refusals are not counted"
+        );
+        assert_eq!(d.binding().reset, LIMITER_EPOCH + 3_660);
+    }
+    assert!(
+        limiter.check(&key(2), free).await.is_admitted(),
+        "other subjects are counted apart"
+    );
+    clock.advance(Duration::from_secs(45));
+    let d = limiter.check(&key(1), free).await;
+    assert!(d.is_admitted(), "the next minute has room");
+    assert_eq!((d.minute.remaining, d.day.remaining), (59, 939));
+
+    // A day quota binds until UTC midnight, then resets.
+    let clock = ManualClock::at_unix(LIMITER_EPOCH + DAY - 90);
+    let limiter = make(Arc::new(clock.clone()), policy);
+    let small_day = Quota::new(100, 3).expect("a quota");
+    for _ in 0..3 {
+        assert!(limiter.check(&key(3), small_day).await.is_admitted());
+    }
+    clock.advance(Duration::from_secs(60));
+    let d = limiter.check(&key(3), small_day).await;
+    assert_eq!(
+        d.verdict,
+        Verdict::Limited { retry_after: 30 },
+        "a new minute does not lift a full day"
+    );
+    assert_eq!(d.binding(), d.day);
+    assert_eq!(d.binding().reset, LIMITER_EPOCH + DAY);
+    clock.advance(Duration::from_secs(30));
+    let d = limiter.check(&key(3), small_day).await;
+    assert!(d.is_admitted(), "UTC midnight starts a new day");
+    assert_eq!(d.day.remaining, 2);
+
+    // Calling on while limited suspends a key; the suspension ends on time.
+    let clock = ManualClock::at_unix(LIMITER_EPOCH + 7_200);
+    let strict = LimitPolicy {
+        suspend_after: 3,
+        suspension: Duration::from_secs(600),
+        ..policy
+    };
+    let limiter = make(Arc::new(clock.clone()), strict);
+    let tiny = Quota::new(1, 100).expect("a quota");
+    assert!(limiter.check(&key(4), tiny).await.is_admitted());
+    for _ in 0..4 {
+        assert!(matches!(
+            limiter.check(&key(4), tiny).await.verdict,
+            Verdict::Limited { .. }
+        ));
+    }
+    let d = limiter.check(&key(4), tiny).await;
+    assert_eq!(
+        d.verdict,
+        Verdict::Suspended {
+            until: LIMITER_EPOCH + 7_800,
+            retry_after: 600
+        }
+    );
+    assert_eq!(d.binding().remaining, 0);
+    clock.advance(Duration::from_secs(599));
+    let d = limiter.check(&key(4), tiny).await;
+    assert_eq!(
+        d.verdict,
+        Verdict::Suspended {
+            until: LIMITER_EPOCH + 7_800,
+            retry_after: 1
+        },
+        "still suspended"
+    );
+    clock.advance(Duration::from_secs(1));
+    assert!(
+        limiter.check(&key(4), tiny).await.is_admitted(),
+        "the suspension is over"
+    );
+
+    // Addresses are limited, never suspended.
+    let address = Subject::Address(std::net::IpAddr::from([127, 0, 0, 1]));
+    for i in 0..100 {
+        let d = limiter.check(&address, strict.per_address).await;
+        assert!(
+            !matches!(d.verdict, Verdict::Suspended { .. }),
+            "request {i}"
+        );
+        assert_eq!(d.is_admitted(), i < 60);
+    }
+
+    // Concurrent requests of one subject: exactly the quota is admitted.
+    let limiter = make(Arc::new(ManualClock::at_unix(LIMITER_EPOCH + 30)), policy);
+    let tasks: Vec<_> = (0..200)
+        .map(|_| {
+            let limiter = limiter.clone();
+            tokio::spawn(async move { limiter.check(&key(5), free).await.is_admitted() })
+        })
+        .collect();
+    let mut admitted = 0;
+    for task in tasks {
+        admitted += usize::from(task.await.expect("a task"));
+    }
+    assert_eq!(
+        admitted, 60,
+        "200 concurrent requests admit exactly the quota"
     );
 }

@@ -1,0 +1,182 @@
+//! Rate limiting at the edge of the API (decisions R3–R6).
+//!
+//! Every request under `/v1` is counted: against its API key when it carries a live one,
+//! otherwise against its client address, so that keys cannot be guessed at speed. Every
+//! response, errors and 401s included, carries the headers of the decision:
+//!
+//! - `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds) for the
+//!   binding window, the one with the fewest requests left (on a tie, the later reset);
+//! - `RateLimit-Policy` and `RateLimit`, the IETF draft fields, describing both windows:
+//!   `RateLimit-Policy: "minute";q=60;w=60, "day";q=1000;w=86400` and
+//!   `RateLimit: "minute";r=59;t=41, "day";r=999;t=80000` (`t` in seconds from now).
+//!
+//! A refused request is answered 429 `rate_limited` or `api_key_suspended` with
+//! `Retry-After` in whole seconds, and never reaches the operations.
+
+use std::net::IpAddr;
+
+use animal_store_domain::{ApiKey, Decision, Quota, Subject, Verdict, WindowUsage};
+use ipnet::IpNet;
+use poem::Request;
+use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+/// Who a request counts against, and with which quota.
+pub fn subject(state: &AppState, key: Option<&ApiKey>, req: &Request) -> (Subject, Quota) {
+    match key {
+        Some(key) => (Subject::Key(key.id.clone()), key.plan.quota()),
+        None => (
+            Subject::Address(client_address(req, &state.config.trusted_proxies)),
+            state.limits.per_address,
+        ),
+    }
+}
+
+/// The client's address: the socket peer, unless the peer is a trusted proxy; then the
+/// nearest address in `X-Forwarded-For` that is not a trusted proxy itself.
+pub fn client_address(req: &Request, trusted_proxies: &[IpNet]) -> IpAddr {
+    let peer = req
+        .remote_addr()
+        .as_socket_addr()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |addr| addr.ip().to_canonical());
+    forwarded_client(peer, req.headers(), trusted_proxies)
+}
+
+fn forwarded_client(peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpNet]) -> IpAddr {
+    let trusted = |ip: &IpAddr| trusted_proxies.iter().any(|net| net.contains(ip));
+    if !trusted(&peer) {
+        return peer;
+    }
+    // Each proxy appends the address it received from: read from the right, skipping our
+    // own proxies; the first other address is the client. Entries a client made up sit
+    // further left and are never reached.
+    let hops: Vec<IpAddr> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
+        .map(|ip| ip.to_canonical())
+        .collect();
+    hops.iter()
+        .rev()
+        .find(|ip| !trusted(ip))
+        .or(hops.first())
+        .copied()
+        .unwrap_or(peer)
+}
+
+/// The 429 for a refused request.
+pub fn refusal(decision: &Decision) -> Option<ApiError> {
+    let (code, retry_after, message) = match decision.verdict {
+        Verdict::Admitted => return None,
+        Verdict::Limited { retry_after } => {
+            let binding = decision.binding();
+            let window = if binding.length == animal_store_domain::limit::DAY {
+                "day"
+            } else {
+                "minute"
+            };
+            (
+                ErrorCode::RateLimited,
+                retry_after,
+                format!(
+                    "rate limit exceeded: {} requests per {window}; retry in {retry_after} s, backing off \
+                     exponentially; calling on while limited suspends the key",
+                    binding.limit
+                ),
+            )
+        }
+        Verdict::Suspended { retry_after, .. } => (
+            ErrorCode::ApiKeySuspended,
+            retry_after,
+            format!(
+                "the API key is suspended for calling on while rate limited; retry in {retry_after} s"
+            ),
+        ),
+    };
+    Some(
+        ApiError::new(code, message)
+            .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after)),
+    )
+}
+
+/// Writes the rate-limit headers of `decision`.
+pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
+    let binding = decision.binding();
+    let reset = match decision.verdict {
+        Verdict::Suspended { until, .. } => until,
+        _ => binding.reset,
+    };
+    let windows = [("minute", decision.minute), ("day", decision.day)];
+    let policy = windows
+        .iter()
+        .map(|(name, w)| format!("\"{name}\";q={};w={}", w.limit, w.length))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let state = windows
+        .iter()
+        .map(|(name, w): &(&str, WindowUsage)| {
+            format!(
+                "\"{name}\";r={};t={}",
+                w.remaining,
+                w.reset.saturating_sub(decision.at)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut set = |name: &'static str, value: HeaderValue| {
+        headers.insert(HeaderName::from_static(name), value);
+    };
+    set("x-ratelimit-limit", HeaderValue::from(binding.limit));
+    set(
+        "x-ratelimit-remaining",
+        HeaderValue::from(binding.remaining),
+    );
+    set("x-ratelimit-reset", HeaderValue::from(reset));
+    if let Ok(value) = HeaderValue::try_from(policy) {
+        set("ratelimit-policy", value);
+    }
+    if let Ok(value) = HeaderValue::try_from(state) {
+        set("ratelimit", value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forwarded(peer: [u8; 4], xff: &str, trusted: &[&str]) -> IpAddr {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", HeaderValue::from_str(xff).unwrap());
+        let trusted: Vec<IpNet> = trusted.iter().map(|t| t.parse().unwrap()).collect();
+        forwarded_client(IpAddr::from(peer), &headers, &trusted)
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        assert_eq!(
+            forwarded([1, 2, 3, 4], "9.9.9.9", &[]),
+            IpAddr::from([1, 2, 3, 4])
+        );
+        assert_eq!(
+            forwarded([1, 2, 3, 4], "9.9.9.9", &["10.0.0.0/8"]),
+            IpAddr::from([1, 2, 3, 4])
+        );
+        assert_eq!(
+            forwarded([10, 0, 0, 1], "9.9.9.9", &["10.0.0.0/8"]),
+            IpAddr::from([9, 9, 9, 9])
+        );
+        assert_eq!(
+            forwarded([10, 0, 0, 1], "6.6.6.6, 9.9.9.9, 10.0.0.7", &["10.0.0.0/8"]),
+            IpAddr::from([9, 9, 9, 9]),
+            "a made-up entry to the left is never reached"
+        );
+        assert_eq!(
+            forwarded([10, 0, 0, 1], "garbage", &["10.0.0.0/8"]),
+            IpAddr::from([10, 0, 0, 1])
+        );
+    }
+}

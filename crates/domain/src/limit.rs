@@ -1,0 +1,403 @@
+//! Rate limits: windows, quotas and the decision to admit a request (decisions R1–R6).
+//!
+//! Each subject (an API key, or a client address for requests without a valid key) has two
+//! fixed windows: the current UTC minute and the current UTC day. A request is admitted only
+//! if both have room; an admitted request counts in both, a refused one in neither. A key that
+//! goes on calling while limited is suspended for a while.
+//!
+//! Everything here is pure arithmetic on Unix seconds: [`LimitState::check`] is the whole
+//! state machine, and every [`RateLimiter`] adapter (in memory, in moka, in a shared store
+//! later) stores [`LimitState`]s and runs that one function under a per-subject lock, so
+//! they cannot disagree on the rules.
+
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+
+use crate::api_key::KeyId;
+use crate::plan::Quota;
+
+/// Seconds in a window of each kind.
+pub const MINUTE: u64 = 60;
+/// Seconds in a UTC day (Unix time has no leap seconds).
+pub const DAY: u64 = 86_400;
+
+/// Who a request is counted against.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A valid API key.
+    Key(KeyId),
+    /// The client address of a request without a valid key.
+    Address(IpAddr),
+}
+
+/// What the service does about subjects that exceed their quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitPolicy {
+    /// A key refused more than this many times after its first refusal, while limited, is
+    /// suspended.
+    pub suspend_after: u32,
+    /// How long a suspension lasts.
+    pub suspension: Duration,
+    /// The quota of each client address for requests without a valid key.
+    pub per_address: Quota,
+}
+
+impl Default for LimitPolicy {
+    fn default() -> Self {
+        Self {
+            suspend_after: 30,
+            suspension: Duration::from_secs(15 * 60),
+            per_address: Quota::per_minute_only(60)
+                .unwrap_or_else(|_| unreachable!("60 is positive")),
+        }
+    }
+}
+
+/// How much of one window is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowUsage {
+    /// Requests the window admits.
+    pub limit: u32,
+    /// Requests it still admits.
+    pub remaining: u32,
+    /// When it ends, in Unix seconds.
+    pub reset: u64,
+    /// Its length in seconds.
+    pub length: u64,
+}
+
+/// What happens to a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It goes through and counts in both windows.
+    Admitted,
+    /// It is refused: a window is full. Retry after `retry_after` seconds (at least 1).
+    Limited {
+        /// Seconds until the binding window resets.
+        retry_after: u64,
+    },
+    /// It is refused: the key is suspended until `until` (Unix seconds).
+    Suspended {
+        /// When the suspension ends.
+        until: u64,
+        /// Seconds until then (at least 1).
+        retry_after: u64,
+    },
+}
+
+/// The decision on one request, with everything its rate-limit headers need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Admitted, limited or suspended.
+    pub verdict: Verdict,
+    /// The UTC minute window after the decision.
+    pub minute: WindowUsage,
+    /// The UTC day window after the decision.
+    pub day: WindowUsage,
+    /// When the decision was taken, in Unix seconds.
+    pub at: u64,
+}
+
+impl Decision {
+    /// The window that binds: the one with the fewest requests left; on a tie, the one that
+    /// resets later.
+    pub fn binding(&self) -> WindowUsage {
+        if self.day.remaining <= self.minute.remaining {
+            self.day
+        } else {
+            self.minute
+        }
+    }
+
+    /// Whether the request goes through.
+    pub fn is_admitted(&self) -> bool {
+        self.verdict == Verdict::Admitted
+    }
+}
+
+/// The start of the window of `length` seconds that contains `now` (Unix seconds).
+pub const fn window_start(now: u64, length: u64) -> u64 {
+    now - now % length
+}
+
+/// Unix seconds of an instant, rounded down; instants before 1970 count as 0.
+pub fn unix_seconds(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The counters of one subject.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitState {
+    minute_start: u64,
+    minute_count: u32,
+    day_start: u64,
+    day_count: u32,
+    /// Refusals since the last admitted request.
+    refusals: u32,
+    /// End of the suspension, in Unix seconds; 0 when not suspended.
+    suspended_until: u64,
+}
+
+impl LimitState {
+    /// Decides on one request of a subject with `quota` at `now` (Unix seconds), and
+    /// updates the counters. `suspendable` is false for subjects that cannot be suspended
+    /// (client addresses).
+    pub fn check(
+        &mut self,
+        quota: Quota,
+        policy: &LimitPolicy,
+        suspendable: bool,
+        now: u64,
+    ) -> Decision {
+        let minute_start = window_start(now, MINUTE);
+        let day_start = window_start(now, DAY);
+        if self.minute_start != minute_start {
+            self.minute_start = minute_start;
+            self.minute_count = 0;
+        }
+        if self.day_start != day_start {
+            self.day_start = day_start;
+            self.day_count = 0;
+        }
+        let (per_minute, per_day) = (quota.per_minute.get(), quota.per_day.get());
+
+        let verdict = if now < self.suspended_until {
+            Verdict::Suspended {
+                until: self.suspended_until,
+                retry_after: self.suspended_until - now,
+            }
+        } else if self.minute_count < per_minute && self.day_count < per_day {
+            self.minute_count += 1;
+            self.day_count += 1;
+            self.refusals = 0;
+            Verdict::Admitted
+        } else {
+            self.refusals = self.refusals.saturating_add(1);
+            // The first refusal tells the client; the ones after it are "further requests
+            // while limited".
+            if suspendable && self.refusals - 1 > policy.suspend_after {
+                self.refusals = 0;
+                self.suspended_until = now + policy.suspension.as_secs().max(1);
+                Verdict::Suspended {
+                    until: self.suspended_until,
+                    retry_after: self.suspended_until - now,
+                }
+            } else {
+                let minute_full = self.minute_count >= per_minute;
+                let day_full = self.day_count >= per_day;
+                // The window that must reset for a request to pass: the day if it is full
+                // (it resets later), else the minute.
+                let reset = if day_full {
+                    day_start + DAY
+                } else {
+                    minute_start + MINUTE
+                };
+                debug_assert!(minute_full || day_full);
+                Verdict::Limited {
+                    retry_after: (reset - now).max(1),
+                }
+            }
+        };
+        let usage = |limit: u32, count: u32, start: u64, length: u64| WindowUsage {
+            limit,
+            remaining: limit.saturating_sub(count),
+            reset: start + length,
+            length,
+        };
+        let mut decision = Decision {
+            verdict,
+            minute: usage(per_minute, self.minute_count, minute_start, MINUTE),
+            day: usage(per_day, self.day_count, day_start, DAY),
+            at: now,
+        };
+        if let Verdict::Suspended { .. } = verdict {
+            // A suspended key has nothing left, whatever its windows say.
+            decision.minute.remaining = 0;
+            decision.day.remaining = 0;
+        }
+        decision
+    }
+
+    /// The last instant (Unix seconds) at which this state still matters: the end of its
+    /// day window or of its suspension, whichever is later. Stores may forget it afterwards.
+    pub fn relevant_until(&self) -> u64 {
+        (self.day_start + DAY).max(self.suspended_until)
+    }
+}
+
+/// Counts requests and decides which go through. Adapters read the time from a
+/// [`Clock`](crate::Clock) of their own, so tests can move it.
+#[async_trait]
+pub trait RateLimiter: Send + Sync + 'static {
+    /// Decides on one request of `subject`, whose quota is `quota`, now, and counts it if
+    /// admitted. Atomic per subject: however many requests of one subject arrive at once, no
+    /// more than its quota are admitted.
+    async fn check(&self, subject: &Subject, quota: Quota) -> Decision;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn quota(m: u32, d: u32) -> Quota {
+        Quota::new(m, d).unwrap()
+    }
+
+    /// 2026-11-22T00:00:00Z, a UTC midnight.
+    const MIDNIGHT: u64 = 1_795_305_600;
+
+    #[test]
+    fn windows_are_aligned_to_the_utc_minute_and_day() {
+        assert_eq!(window_start(MIDNIGHT + 59, MINUTE), MIDNIGHT);
+        assert_eq!(window_start(MIDNIGHT + 60, MINUTE), MIDNIGHT + 60);
+        assert_eq!(window_start(MIDNIGHT + DAY - 1, DAY), MIDNIGHT);
+        assert_eq!(window_start(MIDNIGHT + DAY, DAY), MIDNIGHT + DAY);
+    }
+
+    #[test]
+    fn a_minute_quota_admits_exactly_its_count_then_limits_until_the_next_minute() {
+        let policy = LimitPolicy::default();
+        let mut state = LimitState::default();
+        let now = MIDNIGHT + 10;
+        for i in 0..60 {
+            let d = state.check(quota(60, 1000), &policy, true, now);
+            assert!(d.is_admitted());
+            assert_eq!(d.minute.remaining, 59 - i);
+            assert_eq!(d.binding(), d.minute);
+        }
+        let d = state.check(quota(60, 1000), &policy, true, now + 5);
+        assert_eq!(d.verdict, Verdict::Limited { retry_after: 45 });
+        assert_eq!(
+            (d.minute.remaining, d.day.remaining),
+            (0, 940),
+            "a refused request counts in neither window"
+        );
+        assert_eq!(d.binding().reset, MIDNIGHT + 60);
+        let d = state.check(quota(60, 1000), &policy, true, MIDNIGHT + 60);
+        assert!(d.is_admitted(), "the next minute has room again");
+        assert_eq!(d.minute.remaining, 59);
+    }
+
+    #[test]
+    fn a_full_day_binds_until_utc_midnight() {
+        let policy = LimitPolicy::default();
+        let mut state = LimitState::default();
+        let start = MIDNIGHT + DAY - 120;
+        for i in 0..50 {
+            assert!(
+                state
+                    .check(quota(1000, 50), &policy, true, start + i)
+                    .is_admitted()
+            );
+        }
+        let d = state.check(quota(1000, 50), &policy, true, start + 60);
+        assert_eq!(d.verdict, Verdict::Limited { retry_after: 60 });
+        assert_eq!(d.binding(), d.day);
+        assert_eq!(d.binding().reset, MIDNIGHT + DAY);
+        assert!(
+            state
+                .check(quota(1000, 50), &policy, true, MIDNIGHT + DAY)
+                .is_admitted(),
+            "a new UTC day"
+        );
+    }
+
+    #[test]
+    fn on_a_tie_the_window_that_resets_later_binds() {
+        let policy = LimitPolicy::default();
+        let mut state = LimitState::default();
+        let d = state.check(quota(5, 5), &policy, true, MIDNIGHT);
+        assert_eq!(d.minute.remaining, d.day.remaining);
+        assert_eq!(d.binding(), d.day);
+    }
+
+    #[test]
+    fn calling_on_while_limited_suspends_the_key() {
+        let policy = LimitPolicy {
+            suspend_after: 30,
+            suspension: Duration::from_secs(900),
+            ..LimitPolicy::default()
+        };
+        let mut state = LimitState::default();
+        let q = quota(2, 100);
+        let now = MIDNIGHT + 1;
+        assert!(state.check(q, &policy, true, now).is_admitted());
+        assert!(state.check(q, &policy, true, now).is_admitted());
+        // The first refusal and 30 further ones are merely limited...
+        for _ in 0..31 {
+            assert!(matches!(
+                state.check(q, &policy, true, now).verdict,
+                Verdict::Limited { .. }
+            ));
+        }
+        // ...the 31st further one suspends.
+        let d = state.check(q, &policy, true, now);
+        assert_eq!(
+            d.verdict,
+            Verdict::Suspended {
+                until: now + 900,
+                retry_after: 900
+            }
+        );
+        assert_eq!((d.minute.remaining, d.day.remaining), (0, 0));
+        // Even a new minute does not lift it...
+        let d = state.check(q, &policy, true, now + 899);
+        assert_eq!(
+            d.verdict,
+            Verdict::Suspended {
+                until: now + 900,
+                retry_after: 1
+            }
+        );
+        // ...its end does.
+        assert!(state.check(q, &policy, true, now + 900).is_admitted());
+    }
+
+    #[test]
+    fn addresses_are_limited_but_never_suspended() {
+        let policy = LimitPolicy::default();
+        let mut state = LimitState::default();
+        for _ in 0..200 {
+            let d = state.check(policy.per_address, &policy, false, MIDNIGHT);
+            assert!(!matches!(d.verdict, Verdict::Suspended { .. }));
+        }
+    }
+
+    proptest! {
+        /// Whatever the arrival times, no window ever admits more than its quota, refusals
+        /// never count, and retry-after is at least a second and at most a day.
+        #[test]
+        fn no_window_admits_more_than_its_quota(
+            per_minute in 1u32..20,
+            per_day in 1u32..60,
+            steps in prop::collection::vec(0u64..90, 1..400),
+        ) {
+            let policy = LimitPolicy::default();
+            let q = quota(per_minute, per_day);
+            let mut state = LimitState::default();
+            let mut now = MIDNIGHT + DAY - 3_000;
+            let mut admitted: std::collections::HashMap<(u64, u64), u32> = std::collections::HashMap::new();
+            for step in steps {
+                now += step;
+                let d = state.check(q, &policy, false, now);
+                match d.verdict {
+                    Verdict::Admitted => {
+                        *admitted.entry((MINUTE, window_start(now, MINUTE))).or_default() += 1;
+                        *admitted.entry((DAY, window_start(now, DAY))).or_default() += 1;
+                    }
+                    Verdict::Limited { retry_after } => prop_assert!((1..=DAY).contains(&retry_after)),
+                    Verdict::Suspended { .. } => prop_assert!(false, "addresses are never suspended"),
+                }
+                let binding = d.binding();
+                prop_assert!(binding.remaining <= d.minute.remaining && binding.remaining <= d.day.remaining);
+            }
+            for ((length, _), count) in admitted {
+                let limit = if length == MINUTE { per_minute } else { per_day };
+                prop_assert!(count <= limit, "{} admitted in a window of {}", count, length);
+            }
+        }
+    }
+}
