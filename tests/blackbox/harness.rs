@@ -85,6 +85,34 @@ impl Db {
     pub fn start(&self) -> Server {
         Server::start(&self.url, self.path().to_path_buf(), &[])
     }
+
+    /// Starts a server whose clock is the returned file: tests set the time by writing Unix
+    /// seconds into it, and never wait for a window to pass.
+    pub fn start_at(&self, unix_seconds: u64) -> (Server, TestClock) {
+        let clock = TestClock(self.path().join("clock"));
+        clock.set(unix_seconds);
+        let path = clock.0.display().to_string();
+        (
+            Server::start(
+                &self.url,
+                self.path().to_path_buf(),
+                &["--clock-file", &path],
+            ),
+            clock,
+        )
+    }
+}
+
+/// The time a server started with [`Db::start_at`] reads.
+pub struct TestClock(PathBuf);
+
+impl TestClock {
+    pub fn set(&self, unix_seconds: u64) {
+        let tmp = self.0.with_extension("tmp");
+        std::fs::write(&tmp, unix_seconds.to_string()).expect("write the clock");
+        // Renamed into place, so the server never reads a half-written time.
+        std::fs::rename(&tmp, &self.0).expect("move the clock");
+    }
 }
 
 fn rand_suffix() -> u64 {

@@ -7,3 +7,4 @@ mod harness;
 mod cli;
 mod durability;
 mod http;
+mod limits;

@@ -1,0 +1,200 @@
+//! Plans and rate limits over real HTTP, with the server's clock in a file so that no test
+//! waits for a window to pass.
+
+use crate::harness::{Client, Db, json};
+
+/// 2026-11-22T00:00:05Z: five seconds into a minute and a UTC day.
+const T0: u64 = 1_795_305_605;
+
+fn header(resp: &reqwest::Response, name: &str) -> String {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_free_key_gets_exactly_60_a_minute_then_429() {
+    let db = Db::sqlite();
+    let key = db.key("free");
+    let (server, clock) = db.start_at(T0);
+    let client = Client::new(&key);
+    for remaining in (0..60).rev() {
+        let resp = client.get(&server.url("/v1/pets")).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(header(&resp, "x-ratelimit-limit"), "60");
+        assert_eq!(
+            header(&resp, "x-ratelimit-remaining"),
+            remaining.to_string()
+        );
+        assert_eq!(header(&resp, "x-ratelimit-reset"), (T0 + 55).to_string());
+    }
+    let resp = client.get(&server.url("/v1/pets")).await;
+    assert_eq!(resp.status(), 429);
+    assert_eq!(header(&resp, "retry-after"), "55");
+    assert_eq!(header(&resp, "x-ratelimit-remaining"), "0");
+    let body = json(resp).await;
+    assert_eq!(
+        (body["code"].as_str(), body["status"].as_i64()),
+        (Some("rate_limited"), Some(429))
+    );
+
+    clock.set(T0 + 55);
+    let resp = client.get(&server.url("/v1/pets")).await;
+    assert_eq!(resp.status(), 200, "a new minute");
+    assert_eq!(header(&resp, "x-ratelimit-remaining"), "59");
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_requests_on_32_connections_admit_exactly_60() {
+    let db = Db::sqlite();
+    let key = db.key("free");
+    let (server, _clock) = db.start_at(T0);
+    let url = server.url("/v1/pets");
+    let tasks: Vec<_> = (0..32)
+        .map(|connection| {
+            let (key, url) = (key.clone(), url.clone());
+            tokio::spawn(async move {
+                // One client per task: 32 connections.
+                let client = reqwest::Client::builder()
+                    .pool_max_idle_per_host(1)
+                    .build()
+                    .expect("a client");
+                let requests = if connection < 8 { 7 } else { 6 };
+                let mut statuses = Vec::new();
+                for _ in 0..requests {
+                    let resp = client
+                        .get(&url)
+                        .bearer_auth(&key)
+                        .send()
+                        .await
+                        .expect("a response");
+                    statuses.push(resp.status().as_u16());
+                }
+                statuses
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for task in tasks {
+        statuses.extend(task.await.expect("a task"));
+    }
+    assert_eq!(statuses.len(), 200);
+    assert_eq!(statuses.iter().filter(|&&s| s == 200).count(), 60);
+    assert_eq!(statuses.iter().filter(|&&s| s == 429).count(), 140);
+}
+
+#[tokio::test]
+async fn an_enterprise_key_with_50_a_day_is_refused_at_the_51st() {
+    let db = Db::sqlite();
+    let out = db.run(&[
+        "keys",
+        "create",
+        "--plan",
+        "enterprise",
+        "--per-minute",
+        "1000",
+        "--per-day",
+        "50",
+    ]);
+    assert!(out.status.success());
+    let key = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned();
+    let (server, clock) = db.start_at(T0);
+    let client = Client::new(&key);
+    for i in 0..50 {
+        // Spread over several minutes: only the day can refuse.
+        clock.set(T0 + i * 30);
+        assert_eq!(
+            client.get(&server.url("/v1/pets")).await.status(),
+            200,
+            "request {}",
+            i + 1
+        );
+    }
+    let now = T0 + 50 * 30;
+    clock.set(now);
+    let resp = client.get(&server.url("/v1/pets")).await;
+    assert_eq!(resp.status(), 429);
+    let midnight = T0 - 5 + 86_400;
+    assert_eq!(
+        header(&resp, "retry-after"),
+        (midnight - now).to_string(),
+        "until UTC midnight"
+    );
+    assert_eq!(header(&resp, "x-ratelimit-limit"), "50");
+    assert_eq!(header(&resp, "x-ratelimit-reset"), midnight.to_string());
+    clock.set(midnight);
+    assert_eq!(
+        client.get(&server.url("/v1/pets")).await.status(),
+        200,
+        "a new UTC day"
+    );
+}
+
+#[tokio::test]
+async fn calling_on_after_429_suspends_the_key_for_15_minutes() {
+    let db = Db::sqlite();
+    let key = db.key("free");
+    let (server, clock) = db.start_at(T0);
+    let client = Client::new(&key);
+    for _ in 0..60 {
+        assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200);
+    }
+    for _ in 0..31 {
+        let resp = client.get(&server.url("/v1/pets")).await;
+        assert_eq!(json(resp).await["code"], "rate_limited");
+    }
+    let resp = client.get(&server.url("/v1/pets")).await;
+    assert_eq!(resp.status(), 429);
+    assert_eq!(header(&resp, "retry-after"), "900");
+    assert_eq!(header(&resp, "x-ratelimit-remaining"), "0");
+    assert_eq!(json(resp).await["code"], "api_key_suspended");
+
+    clock.set(T0 + 899);
+    let resp = client
+        .post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#)
+        .await;
+    assert_eq!(
+        resp.status(),
+        429,
+        "still suspended a second before the end"
+    );
+    assert_eq!(header(&resp, "retry-after"), "1");
+    clock.set(T0 + 900);
+    assert_eq!(
+        client.get(&server.url("/v1/pets")).await.status(),
+        200,
+        "15 minutes later"
+    );
+    let all = json(client.get(&server.url("/v1/pets")).await).await;
+    assert_eq!(
+        all,
+        serde_json::json!([]),
+        "the refused POST stored nothing"
+    );
+}
+
+#[tokio::test]
+async fn seventy_made_up_keys_from_one_address_end_in_429() {
+    let db = Db::sqlite();
+    let (server, _clock) = db.start_at(T0);
+    let mut statuses = Vec::new();
+    for i in 0..70 {
+        let client = Client::new(&format!("as_live_{i:012}_{}", "k".repeat(32)));
+        let resp = client.get(&server.url("/v1/pets")).await;
+        if resp.status() == 401 {
+            assert_eq!(
+                header(&resp, "x-ratelimit-limit"),
+                "60",
+                "401s carry the address's limit"
+            );
+        }
+        statuses.push(resp.status().as_u16());
+    }
+    assert!(statuses[..60].iter().all(|&s| s == 401));
+    assert!(statuses[60..].iter().all(|&s| s == 429));
+}
