@@ -68,8 +68,8 @@ fn forwarded_client(peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpNet]
         .unwrap_or(peer)
 }
 
-/// The 429 for a refused request.
-pub fn refusal(decision: &Decision) -> Option<ApiError> {
+/// The 429 for a refused request of `subject`.
+pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
     let (code, retry_after, message) = match decision.verdict {
         Verdict::Admitted => return None,
         Verdict::Limited { retry_after } => {
@@ -79,12 +79,16 @@ pub fn refusal(decision: &Decision) -> Option<ApiError> {
             } else {
                 "minute"
             };
+            let warning = match subject {
+                Subject::Key(_) => "; calling on while limited suspends the key",
+                Subject::Address(_) => "",
+            };
             (
                 ErrorCode::RateLimited,
                 retry_after,
                 format!(
                     "rate limit exceeded: {} requests per {window}; retry in {retry_after} s, backing off \
-                     exponentially; calling on while limited suspends the key",
+                     exponentially{warning}",
                     binding.limit
                 ),
             )

@@ -134,7 +134,7 @@ pub async fn guard<E: Endpoint>(
     let key = auth::resolve_key(&state.keys, &mut req).await;
     let (subject, quota) = limits::subject(state, key.as_ref().ok().and_then(Option::as_ref), &req);
     let decision = state.limiter.check(&subject, quota).await;
-    let mut response = match (key, limits::refusal(&decision)) {
+    let mut response = match (key, limits::refusal(&subject, &decision)) {
         (Err(err), _) => err.into_response(),
         (Ok(_), Some(refusal)) => refusal.into_response(),
         (Ok(_), None) => respond(ep.as_ref(), req).await,

@@ -78,6 +78,7 @@ impl Harness {
             clock: Arc::new(clock.clone()),
             limiter: Arc::new(MemoryRateLimiter::new(
                 LimitPolicy::default(),
+                10_000,
                 Arc::new(clock.clone()),
             )),
             limits: LimitPolicy::default(),
@@ -706,6 +707,7 @@ async fn an_unreachable_key_store_is_503() {
         keys,
         limiter: Arc::new(MemoryRateLimiter::new(
             LimitPolicy::default(),
+            10_000,
             clock.clone(),
         )),
         limits: LimitPolicy::default(),

@@ -99,12 +99,13 @@ pub struct ServeArgs {
     #[arg(long = "trusted-proxy", env = "ANIMAL_STORE_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_network)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
+    /// Where request counters are kept: `memory` (compact sharded maps) or `moka` (a moka
+    /// cache, about ten times the memory per subject).
+    #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", default_value = "memory", value_parser = ["memory", "moka"])]
+    pub rate_limiter: String,
+
     /// The most subjects (keys and client addresses) whose counters are kept in memory.
-    #[arg(
-        long,
-        env = "ANIMAL_STORE_LIMITER_CAPACITY",
-        default_value_t = 2_000_000
-    )]
+    #[arg(long, env = "ANIMAL_STORE_LIMITER_CAPACITY", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub limiter_capacity: u64,
 
     /// Read the time from this file (Unix seconds) instead of the system clock. For tests
@@ -149,7 +150,8 @@ pub enum KeysCommand {
 }
 
 /// The options of `serve` that can also stand before any command, for `animal-store --bind ...`.
-const SERVE_OPTIONS: [(&str, &str); 10] = [
+const SERVE_OPTIONS: [(&str, &str); 11] = [
+    ("rate_limiter", "--rate-limiter"),
     ("bind", "--bind"),
     ("production_url", "--production-url"),
     ("staging_url", "--staging-url"),

@@ -7,8 +7,8 @@ use std::time::Duration;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{Clock, KeyService, LimitPolicy, PetService, Plan, Quota};
 use animal_store_infra::{
-    CachedApiKeyStore, FileClock, MemoryApiKeyStore, MemoryPetRepository, MokaRateLimiter,
-    SystemClock,
+    CachedApiKeyStore, FileClock, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter,
+    MokaRateLimiter, SystemClock,
 };
 use anyhow::Context;
 use poem::Server;
@@ -56,11 +56,18 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
             clock.clone(),
             cli.environment,
         ),
-        limiter: Arc::new(MokaRateLimiter::new(
-            limits,
-            args.limiter_capacity,
-            clock.clone(),
-        )),
+        limiter: match args.rate_limiter.as_str() {
+            "moka" => Arc::new(MokaRateLimiter::new(
+                limits,
+                args.limiter_capacity,
+                clock.clone(),
+            )),
+            _ => Arc::new(MemoryRateLimiter::new(
+                limits,
+                args.limiter_capacity,
+                clock.clone(),
+            )),
+        },
         limits,
         clock,
         config: Arc::new(api_config(args)),

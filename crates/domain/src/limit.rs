@@ -130,9 +130,11 @@ pub fn unix_seconds(at: SystemTime) -> u64 {
 /// The counters of one subject.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LimitState {
-    minute_start: u64,
+    // Window indices (minutes and days since the Unix epoch) rather than start instants:
+    // a state is 24 bytes, and a million of them fit in a few tens of MiB.
+    minute: u32,
     minute_count: u32,
-    day_start: u64,
+    day: u32,
     day_count: u32,
     /// Refusals since the last admitted request.
     refusals: u32,
@@ -153,12 +155,17 @@ impl LimitState {
     ) -> Decision {
         let minute_start = window_start(now, MINUTE);
         let day_start = window_start(now, DAY);
-        if self.minute_start != minute_start {
-            self.minute_start = minute_start;
+        // Indices fit in 32 bits for the next 8,000 years.
+        let (minute, day) = (
+            u32::try_from(now / MINUTE).unwrap_or(u32::MAX),
+            u32::try_from(now / DAY).unwrap_or(u32::MAX),
+        );
+        if self.minute != minute {
+            self.minute = minute;
             self.minute_count = 0;
         }
-        if self.day_start != day_start {
-            self.day_start = day_start;
+        if self.day != day {
+            self.day = day;
             self.day_count = 0;
         }
         let (per_minute, per_day) = (quota.per_minute.get(), quota.per_day.get());
@@ -223,7 +230,7 @@ impl LimitState {
     /// The last instant (Unix seconds) at which this state still matters: the end of its
     /// day window or of its suspension, whichever is later. Stores may forget it afterwards.
     pub fn relevant_until(&self) -> u64 {
-        (self.day_start + DAY).max(self.suspended_until)
+        (u64::from(self.day) * DAY + DAY).max(self.suspended_until)
     }
 }
 

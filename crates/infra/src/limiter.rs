@@ -1,11 +1,12 @@
-//! Rate limiter adapters: [`MokaRateLimiter`] for the server, [`MemoryRateLimiter`] as the
-//! simplest correct reference for tests.
+//! Rate limiter adapters: [`MemoryRateLimiter`], compact sharded maps and the server's
+//! default, and [`MokaRateLimiter`], counters in a moka cache.
 //!
 //! Both keep one [`LimitState`] per subject and run the domain's [`LimitState::check`] under
 //! a per-subject lock, so concurrent requests of one subject are decided one after another
 //! and a subject never gets more than its quota admitted.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -16,20 +17,29 @@ use async_trait::async_trait;
 use moka::Expiry;
 use moka::sync::Cache;
 
-/// A subject as a small fixed-size value: no allocation per entry, and cheap to hash.
+/// A subject as 17 bytes: a tag, then a key id or an IPv6 (or IPv4-mapped) address. No
+/// allocation per entry, and cheap to hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum CounterKey {
-    Key([u8; 12]),
-    Address(u128),
-}
+struct CounterKey([u8; 17]);
 
 impl CounterKey {
     fn of(subject: &Subject) -> Self {
+        let mut bytes = [0; 17];
         match subject {
-            Subject::Key(id) => Self::Key(id.to_bytes()),
-            Subject::Address(IpAddr::V4(ip)) => Self::Address(u128::from(ip.to_ipv6_mapped())),
-            Subject::Address(IpAddr::V6(ip)) => Self::Address(u128::from(*ip)),
+            Subject::Key(id) => {
+                bytes[0] = 1;
+                bytes[1..13].copy_from_slice(&id.to_bytes());
+            }
+            Subject::Address(ip) => {
+                let v6 = match ip {
+                    IpAddr::V4(ip) => ip.to_ipv6_mapped(),
+                    IpAddr::V6(ip) => *ip,
+                };
+                bytes[0] = 2;
+                bytes[1..].copy_from_slice(&v6.octets());
+            }
         }
+        Self(bytes)
     }
 }
 
@@ -123,32 +133,104 @@ impl RateLimiter for MokaRateLimiter {
     }
 }
 
-/// Counters in a plain map that forgets nothing: the reference adapter for tests.
+/// Counters in sharded hash maps: the compact adapter, and the server's default.
+///
+/// A subject costs its 17-byte key and 32-byte [`LimitState`] plus the map's slack, about a
+/// tenth of a moka entry (see `docs/benchmarks.md`). Subjects hash to one of [`SHARDS`]
+/// shards, each behind its own lock, so two cores rarely meet. A shard forgets the states
+/// whose windows and suspension are over when it has doubled since its last sweep, and when
+/// it reaches its share of the capacity it forgets the state that stops mattering soonest.
 pub struct MemoryRateLimiter {
-    states: Mutex<HashMap<Subject, LimitState>>,
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    shard_capacity: usize,
     policy: LimitPolicy,
     clock: Arc<dyn Clock>,
 }
 
+/// Number of shards: a power of two well above the core count.
+pub const SHARDS: usize = 64;
+
+#[derive(Default)]
+struct Shard {
+    states: HashMap<CounterKey, LimitState>,
+    /// The size at which the next sweep runs.
+    sweep_at: usize,
+}
+
+impl Shard {
+    /// Makes room for one more subject at `now`.
+    fn make_room(&mut self, now: u64, capacity: usize) {
+        if self.states.len() >= self.sweep_at.max(64) {
+            self.states.retain(|_, state| state.relevant_until() > now);
+            self.sweep_at = self.states.len() * 2;
+        }
+        if self.states.len() >= capacity {
+            // Full of live states: drop the one whose windows end first.
+            let soonest = self
+                .states
+                .iter()
+                .min_by_key(|(_, state)| state.relevant_until())
+                .map(|(key, _)| *key);
+            if let Some(key) = soonest {
+                self.states.remove(&key);
+            }
+        }
+    }
+}
+
 impl MemoryRateLimiter {
-    /// A limiter applying `policy` on `clock`.
-    pub fn new(policy: LimitPolicy, clock: Arc<dyn Clock>) -> Self {
+    /// A limiter applying `policy` on `clock`, keeping at most about `capacity` subjects.
+    pub fn new(policy: LimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
+        let capacity = usize::try_from(capacity).unwrap_or(usize::MAX);
         Self {
-            states: Mutex::default(),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+            shard_capacity: capacity.div_ceil(SHARDS).max(1),
             policy,
             clock,
         }
+    }
+
+    /// How many subjects are kept.
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                s.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .states
+                    .len()
+            })
+            .sum()
+    }
+
+    /// Whether no subject is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
 #[async_trait]
 impl RateLimiter for MemoryRateLimiter {
     async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
+        let key = CounterKey::of(subject);
         let now = unix_seconds(self.clock.now());
-        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "only the low bits pick a shard"
+        )]
+        let shard = self.hasher.hash_one(key) as usize % SHARDS;
+        let mut shard = self.shards[shard]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !shard.states.contains_key(&key) {
+            shard.make_room(now, self.shard_capacity);
+        }
         let suspendable = matches!(subject, Subject::Key(_));
-        states
-            .entry(subject.clone())
+        shard
+            .states
+            .entry(key)
             .or_default()
             .check(quota, &self.policy, suspendable, now)
     }
