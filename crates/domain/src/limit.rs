@@ -131,7 +131,7 @@ pub fn unix_seconds(at: SystemTime) -> u64 {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LimitState {
     // Window indices (minutes and days since the Unix epoch) rather than start instants:
-    // a state is 24 bytes, and a million of them fit in a few tens of MiB.
+    // a state is 32 bytes, and a million of them fit in a few tens of MiB.
     minute: u32,
     minute_count: u32,
     day: u32,
