@@ -100,7 +100,7 @@ pub struct ServeArgs {
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
     /// Where request counters are kept: `memory` (compact sharded maps) or `moka` (a moka
-    /// cache, about ten times the memory per subject).
+    /// cache, about three times the memory per subject; see docs/benchmarks.md).
     #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", default_value = "memory", value_parser = ["memory", "moka"])]
     pub rate_limiter: String,
 

@@ -6,7 +6,7 @@
 //!   entities and migrations, and [`sql::Database`], which opens and tunes a connection.
 //! - [`memory`]: in-memory adapters for every port, for tests, demos and `memory://`.
 //! - [`cache`]: a short-lived cache in front of any key store, for authentication.
-//! - [`limiter`]: rate limiters, in moka for the server and in a plain map for tests.
+//! - [`limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
 //! - [`clock`]: the system clock and a manual clock for tests.
 //! - [`conformance`]: the suites every adapter of a port must pass; the tests of this crate run
 //!   them against every adapter, and a new adapter proves itself by passing them too.

@@ -135,8 +135,8 @@ impl RateLimiter for MokaRateLimiter {
 
 /// Counters in sharded hash maps: the compact adapter, and the server's default.
 ///
-/// A subject costs its 17-byte key and 32-byte [`LimitState`] plus the map's slack, about a
-/// tenth of a moka entry (see `docs/benchmarks.md`). Subjects hash to one of [`SHARDS`]
+/// A subject costs its 17-byte key and 32-byte [`LimitState`] plus the map's slack: under a
+/// third of a moka entry (see `docs/benchmarks.md`). Subjects hash to one of [`SHARDS`]
 /// shards, each behind its own lock, so two cores rarely meet. A shard forgets the states
 /// whose windows and suspension are over when it has doubled since its last sweep, and when
 /// it reaches its share of the capacity it forgets the state that stops mattering soonest.
