@@ -81,6 +81,15 @@ pub fn run(root: &Path) -> ExitCode {
 fn run_tests(root: &Path, server: &Postgres, steps: &mut Steps) {
     let nextest = has_nextest(root);
 
+    // nextest does not run doc tests, so they go first, on their own; the main run comes
+    // last so that its summary closes the output. Plain `cargo test` runs them itself.
+    if nextest {
+        let mut doc_tests = cmd::cargo(root);
+        doc_tests.args(["test", "--workspace", "--doc"]);
+        server.apply_env(&mut doc_tests);
+        steps.command(doc_tests);
+    }
+
     let mut tests = cmd::cargo(root);
     if nextest {
         tests.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
@@ -89,15 +98,6 @@ fn run_tests(root: &Path, server: &Postgres, steps: &mut Steps) {
     }
     server.apply_env(&mut tests);
     steps.command(tests);
-
-    // nextest does not run doc tests; plain `cargo test` already did them above,
-    // so running them again would only cost time.
-    if nextest {
-        let mut doc_tests = cmd::cargo(root);
-        doc_tests.args(["test", "--workspace", "--doc"]);
-        server.apply_env(&mut doc_tests);
-        steps.command(doc_tests);
-    }
 }
 
 /// Whether `cargo nextest` is installed; it is faster and isolates tests in
