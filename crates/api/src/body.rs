@@ -7,15 +7,13 @@
 //! included, are ignored; an explicit `null` is refused, as no field of the schema is
 //! nullable.
 
-use std::borrow::Cow;
-
 use animal_store_domain::{CategoryId, NewPet, PetName, PetStatus};
 use poem_openapi::Object;
-use poem_openapi::registry::{MetaSchemaRef, Registry};
-use poem_openapi::types::{ParseFromJSON, ParseResult, Type};
+use poem_openapi::types::{ParseFromJSON, ParseResult};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::params::Documented;
 use crate::pets::PetStatusDto;
 
 /// The schema of the request body, for the document only.
@@ -35,50 +33,11 @@ pub struct NewPetSchema {
 }
 
 /// A `createPet` body: a valid new pet, or what is wrong with it.
-pub struct NewPetBody(Result<NewPet, ApiError>);
-
-impl NewPetBody {
-    /// The pet to add.
-    ///
-    /// # Errors
-    ///
-    /// The `invalid_request` or `validation_failed` error that describes the body's problems.
-    pub fn into_new_pet(self) -> Result<NewPet, ApiError> {
-        self.0
-    }
-}
-
-impl Type for NewPetBody {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
-
-    fn name() -> Cow<'static, str> {
-        NewPetSchema::name()
-    }
-
-    fn schema_ref() -> MetaSchemaRef {
-        NewPetSchema::schema_ref()
-    }
-
-    fn register(registry: &mut Registry) {
-        NewPetSchema::register(registry);
-    }
-
-    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(
-        &'a self,
-    ) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
-        Box::new(self.as_raw_value().into_iter())
-    }
-}
+pub type NewPetBody = Documented<NewPetSchema, Result<NewPet, ApiError>>;
 
 impl ParseFromJSON for NewPetBody {
     fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
-        Ok(Self(match value {
+        Ok(Self::new(match value {
             Some(Value::Object(fields)) => new_pet(&fields),
             _ => Err(ApiError::invalid_request("the body must be a JSON object")),
         }))
@@ -146,7 +105,7 @@ mod tests {
     fn parse(value: &Value) -> Result<NewPet, String> {
         NewPetBody::parse_from_json(Some(value.clone()))
             .map_err(|_| "parse failed".to_owned())?
-            .into_new_pet()
+            .into_inner()
             .map_err(|e| e.body().message)
     }
 
@@ -190,7 +149,7 @@ mod tests {
         let err = NewPetBody::parse_from_json(Some(json!([1])))
             .ok()
             .unwrap()
-            .into_new_pet()
+            .into_inner()
             .unwrap_err();
         assert_eq!(err.code(), crate::error::ErrorCode::InvalidRequest);
     }

@@ -5,6 +5,7 @@
 //! `limit=0` is `validation_failed`, an unknown `status` is `validation_failed`, and every
 //! message names the parameter. [`RawParam`] therefore takes any text, while the document
 //! still shows the schema of `S`; the handler then parses it with the domain's constructors.
+//! [`Documented`] does the same for the `createPet` body.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -12,20 +13,39 @@ use std::marker::PhantomData;
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseFromParameter, ParseResult, Type};
 
-/// The text of a parameter, documented with the schema of `S`.
-pub struct RawParam<S> {
-    raw: String,
+/// A value of type `T`, documented with the schema of `S`: the handler gets what the client
+/// sent, in a form it checks itself, while the document shows the real schema.
+pub struct Documented<S, T> {
+    value: T,
     schema: PhantomData<fn() -> S>,
 }
+
+impl<S, T> Documented<S, T> {
+    /// Wraps a value parsed by hand.
+    pub(crate) fn new(value: T) -> Self {
+        Self {
+            value,
+            schema: PhantomData,
+        }
+    }
+
+    /// The value.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+}
+
+/// The text of a parameter, documented with the schema of `S`.
+pub type RawParam<S> = Documented<S, String>;
 
 impl<S> RawParam<S> {
     /// The text as the client sent it (percent-decoded).
     pub fn as_str(&self) -> &str {
-        &self.raw
+        &self.value
     }
 }
 
-impl<S: Type> Type for RawParam<S> {
+impl<S: Type, T: Send + Sync> Type for Documented<S, T> {
     const IS_REQUIRED: bool = true;
     type RawValueType = Self;
     type RawElementValueType = Self;
@@ -55,10 +75,7 @@ impl<S: Type> Type for RawParam<S> {
 
 impl<S: Type> ParseFromParameter for RawParam<S> {
     fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        Ok(Self {
-            raw: value.to_owned(),
-            schema: PhantomData,
-        })
+        Ok(Self::new(value.to_owned()))
     }
 }
 

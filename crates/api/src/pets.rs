@@ -222,7 +222,7 @@ impl PetsApi {
         _key: BearerKey,
         body: Json<NewPetBody>,
     ) -> Result<CreatePetOk, OperationError<CreatePetErrors>> {
-        let pet = self.state.pets.add(body.0.into_new_pet()?).await?;
+        let pet = self.state.pets.add(body.0.into_inner()?).await?;
         let location = format!("/v1/pets/{}", pet.id);
         Ok(CreatePetOk::Created(Json(pet.into()), location))
     }
