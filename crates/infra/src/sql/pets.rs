@@ -7,9 +7,11 @@
 //! error that undid the whole batch. Because the writer is a task of its own, a client that
 //! hangs up cannot interrupt a transaction halfway.
 //!
-//! Rows are inserted with `Entity::insert(..).exec(..)`, never `ActiveModel::insert`: the
-//! latter runs `INSERT ... RETURNING` through a fetch that leaves the statement open, which on
-//! SQLite blocks WAL checkpoints for good and lets the WAL grow without bound.
+//! Rows are inserted with `Entity::insert(..).exec(..)`, and sea-orm's default feature
+//! `sqlite-use-returning-for-3_35` is off: with it, inserts run `INSERT ... RETURNING`
+//! through a fetch that leaves the statement open, which on SQLite blocks WAL checkpoints for
+//! good and lets the WAL grow without bound. `tests/sqlite.rs` checks the bound (and fails,
+//! at 64 MiB, when checkpoints are disabled).
 
 use std::sync::Arc;
 
