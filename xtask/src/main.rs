@@ -6,6 +6,7 @@
 
 mod ci;
 mod cmd;
+mod load;
 mod openapi;
 mod postgres;
 mod tidy;
@@ -27,6 +28,8 @@ Tasks:
                           ANIMAL_STORE_TEST_POSTGRES_URL and ANIMAL_STORE_REQUIRE_POSTGRES=1
   openapi [--check]       regenerate docs/openapi.json, or fail if it is out of date
   bench [args...]         cargo bench --workspace [args...]
+  load                    the release server on SQLite under wrk (lists, filtered lists,
+                          adds), on loopback
   tidy                    require //! docs atop every .rs file and no placeholder macros
                           under crates/, xtask/ and tests/
   help                    show this message
@@ -60,6 +63,7 @@ fn run() -> Result<ExitCode> {
         (Some("openapi"), []) => openapi::run(&root, false),
         (Some("openapi"), [flag]) if flag == "--check" => openapi::run(&root, true),
         (Some("bench"), _) => bench(&root, &rest),
+        (Some("load"), []) => load::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("tidy"), []) => {
             tidy::check(&root)?;
             Ok(ExitCode::SUCCESS)

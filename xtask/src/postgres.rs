@@ -274,7 +274,7 @@ fn pg_tool(bin: &Path, tool: &str, as_root: bool, cwd: &Path) -> Command {
 
 /// Whether the effective uid is 0, read from `/proc/self/status` (no libc needed),
 /// falling back to `id -u` where there is no procfs.
-fn is_root() -> Result<bool> {
+pub fn is_root() -> Result<bool> {
     if let Ok(status) = fs::read_to_string("/proc/self/status") {
         // Format: `Uid:\t<real>\t<effective>\t<saved>\t<filesystem>`.
         let effective = status

@@ -1,0 +1,173 @@
+//! `cargo xtask load`: the HTTP service under a real load generator.
+//!
+//! Builds the release binary, starts it on a fresh SQLite file on a free loopback port,
+//! issues an enterprise key whose quota cannot bind, adds 1,000 animals, then runs `wrk`
+//! (two threads, 32 connections, 10 s each) against three requests: a page of 20 animals, a
+//! page filtered by status, and adding an animal (durable writes, group-committed). wrk's
+//! report is printed as is. On Debian as root, `wrk` is installed when missing.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::{cmd, postgres};
+
+/// How long each scenario runs.
+const DURATION: &str = "10s";
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn run(root: &Path) -> Result<()> {
+    ensure_wrk()?;
+    cmd::header("cargo build --release -p animal-store");
+    cmd::run(cmd::cargo(root).args(["build", "--release", "-p", "animal-store"]))?;
+    let bin = root.join("target/release/animal-store");
+    let dir = std::env::temp_dir().join(format!("animal-store-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let result = load(&bin, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn load(bin: &Path, dir: &Path) -> Result<()> {
+    let database = format!("sqlite://{}", dir.join("load.db").display());
+    let key_output = cmd::run_quiet(Command::new(bin).args([
+        "--database-url",
+        &database,
+        "keys",
+        "create",
+        "--plan",
+        "enterprise",
+        "--per-minute",
+        "4000000000",
+        "--per-day",
+        "4000000000",
+    ]))?;
+    let key = String::from_utf8(key_output.stdout)
+        .context("the key is not UTF-8")?
+        .trim()
+        .to_owned();
+
+    let mut child = Command::new(bin)
+        .args([
+            "--database-url",
+            &database,
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+        ])
+        .env("RUST_LOG", "warn,animal_store::serve=info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("could not start the server")?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let server = Server(child);
+    let mut lines = BufReader::new(stderr).lines();
+    let base = loop {
+        let Some(line) = lines
+            .next()
+            .transpose()
+            .context("reading the server's log")?
+        else {
+            bail!("the server exited before listening");
+        };
+        if let Some(addr) = line.split("listening on ").nth(1) {
+            break addr.trim().to_owned();
+        }
+    };
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+
+    let auth = format!("Authorization: Bearer {key}");
+    let post = dir.join("post.lua");
+    std::fs::write(
+        &post,
+        "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+         wrk.body = '{\"name\":\"Load test\",\"categoryId\":7,\"status\":\"pending\"}'\n",
+    )
+    .context("could not write the wrk script")?;
+
+    cmd::header("adding 1,000 animals");
+    let seed = dir.join("seed.lua");
+    std::fs::write(&seed, std::fs::read_to_string(&post)?)?;
+    wrk(
+        &[
+            "-t1",
+            "-c10",
+            "-d2s",
+            "-s",
+            path(&seed)?,
+            "-H",
+            &auth,
+            &format!("{base}/v1/pets"),
+        ],
+        true,
+    )?;
+
+    for (title, url, script) in [
+        (
+            "GET /v1/pets?limit=20",
+            format!("{base}/v1/pets?limit=20"),
+            None,
+        ),
+        (
+            "GET /v1/pets?status=pending&limit=20",
+            format!("{base}/v1/pets?status=pending&limit=20"),
+            None,
+        ),
+        ("POST /v1/pets", format!("{base}/v1/pets"), Some(&post)),
+    ] {
+        cmd::header(title);
+        let mut args = vec!["-t2", "-c32", "-d", DURATION, "--latency", "-H", &auth];
+        if let Some(script) = script {
+            args.extend(["-s", path(script)?]);
+        }
+        args.push(&url);
+        wrk(&args, false)?;
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    drop(server);
+    Ok(())
+}
+
+fn path(p: &Path) -> Result<&str> {
+    p.to_str().context("a temporary path is not UTF-8")
+}
+
+fn wrk(args: &[&str], quiet: bool) -> Result<()> {
+    let mut command = Command::new("wrk");
+    command.args(args);
+    if quiet {
+        cmd::run_quiet(&mut command).map(|_| ())
+    } else {
+        cmd::run(&mut command)
+    }
+}
+
+fn ensure_wrk() -> Result<()> {
+    if Command::new("wrk").arg("-v").output().is_ok() {
+        return Ok(());
+    }
+    if postgres::is_root()? && Path::new("/etc/debian_version").exists() {
+        cmd::header("apt-get install wrk");
+        cmd::run_quiet(Command::new("apt-get").arg("update"))?;
+        cmd::run_quiet(
+            Command::new("apt-get")
+                .args(["install", "-y", "--no-install-recommends", "wrk"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
+        return Ok(());
+    }
+    bail!("wrk is not installed; install it with: sudo apt-get install -y wrk")
+}
