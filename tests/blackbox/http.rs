@@ -261,3 +261,30 @@ async fn missing_and_unknown_keys_are_401() {
         "no key was created by anybody but the operator"
     );
 }
+
+#[tokio::test]
+async fn get_pet_is_gone_from_its_sunset_on() {
+    let db = Db::sqlite();
+    let key = db.key("free");
+    // 2030-12-04T23:59:58Z, two seconds before the sunset.
+    let (server, clock) = db.start_at(1_922_659_198);
+    let client = Client::new(&key);
+    let pet = json(
+        client
+            .post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#)
+            .await,
+    )
+    .await;
+    let url = server.url(&format!("/v1/pets/{}", pet["id"]));
+    assert_eq!(client.get(&url).await.status(), 200);
+    clock.set(1_922_659_200);
+    let resp = client.get(&url).await;
+    assert_eq!(resp.status(), 410);
+    assert_eq!(resp.headers()["sunset"], "Thu, 05 Dec 2030 00:00:00 GMT");
+    assert_error(410, "gone", &json(resp).await);
+    assert_eq!(
+        json(client.get(&server.url("/v1/pets")).await).await,
+        json!([pet]),
+        "the successor still works"
+    );
+}

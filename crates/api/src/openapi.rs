@@ -48,7 +48,24 @@ pub fn document(service: &OpenApiService<PetsApi, ()>) -> Value {
             }
         }
     }
+    name_the_pets_schema(&mut document);
     document
+}
+
+/// The contract names the body of a listing `Pets`, an array of `Pet`; poem-openapi writes
+/// the array inline. Name it, and point the listing at the name.
+fn name_the_pets_schema(document: &mut Value) {
+    let listing = &mut document["paths"]["/pets"]["get"]["responses"]["200"]["content"];
+    let Some(media) = listing.as_object_mut().and_then(|m| m.values_mut().next()) else {
+        return;
+    };
+    let array = std::mem::replace(
+        &mut media["schema"],
+        json!({"$ref": "#/components/schemas/Pets"}),
+    );
+    let mut pets = array;
+    pets["description"] = json!("An array of Pet objects: the body of a list response.");
+    document["components"]["schemas"]["Pets"] = pets;
 }
 
 /// The docs page: Swagger UI, bundled in the binary (it works offline), showing `document`.
