@@ -61,6 +61,10 @@ pub async fn resolve_key(keys: &KeyService, req: &mut Request) -> Result<Option<
     let key = keys.authenticate(token).await?;
     if let Some(key) = &key {
         tracing::Span::current().record("key_id", key.id.as_str());
+        // Bookkeeping: a failure to record the last use must not fail the request.
+        if let Err(err) = keys.record_use(key).await {
+            tracing::warn!(error = %err, "cannot record the key's last use");
+        }
         req.extensions_mut().insert(Authenticated(key.clone()));
     }
     Ok(key)

@@ -219,14 +219,22 @@ impl KeyService {
             && key.id == presented.id
             && key.environment == self.environment
             && key.revoked_at.is_none();
-        if !live {
-            return Ok(None);
-        }
+        Ok(live.then_some(key))
+    }
+
+    /// Records that `key` authenticated a request now, at most once per
+    /// [`Self::LAST_USED_RESOLUTION`]. Separate from [`Self::authenticate`] so that a caller
+    /// can let the request go on when only this bookkeeping fails.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be written.
+    pub async fn record_use(&self, key: &ApiKey) -> Result<(), RepositoryError> {
         let now = self.clock.now();
         if is_stale(key.last_used_at, now) {
             self.keys.touch(&key.id, now).await?;
         }
-        Ok(Some(key))
+        Ok(())
     }
 }
 

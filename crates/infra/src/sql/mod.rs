@@ -64,7 +64,7 @@ pub struct Database {
 }
 
 /// How long a request waits for a pooled connection before the store counts as unavailable.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long SQLite waits for another process's write lock (an operator's `keys create`
 /// while the server runs) before giving up.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
