@@ -33,11 +33,7 @@ fn keys_are_created_listed_and_revoked() {
     let listing = String::from_utf8(out.stdout).expect("utf-8");
     let lines: Vec<&str> = listing.lines().collect();
     assert_eq!(lines.len(), 2);
-    let free_id = free
-        .trim_start_matches("as_live_")
-        .split('_')
-        .next()
-        .expect("an id");
+    let free_id = free.trim_start_matches("as_live_").split('_').next().expect("an id");
     assert!(
         lines[0].starts_with(&format!("{free_id}\tfree\t60/min\t1000/day\tactive")),
         "{}",
@@ -57,13 +53,7 @@ fn keys_are_created_listed_and_revoked() {
     let out = db.run(&["keys", "revoke", free_id]);
     assert!(out.status.success(), "{}", stderr(&out));
     let listing = String::from_utf8(db.run(&["keys", "list"]).stdout).expect("utf-8");
-    assert!(
-        listing
-            .lines()
-            .next()
-            .is_some_and(|l| l.contains("\trevoked\t")),
-        "{listing}"
-    );
+    assert!(listing.lines().next().is_some_and(|l| l.contains("\trevoked\t")), "{listing}");
 
     let out = db.run(&["keys", "revoke", "zzzzzzzzzzzz"]);
     assert_eq!(out.status.code(), Some(1));
@@ -78,21 +68,8 @@ fn bad_key_requests_are_refused_with_a_clear_line() {
             &["keys", "create", "--plan", "free", "--per-minute", "10"][..],
             "only be set on the enterprise plan",
         ),
-        (
-            &[
-                "keys",
-                "create",
-                "--plan",
-                "enterprise",
-                "--per-minute",
-                "10",
-            ][..],
-            "needs both",
-        ),
-        (
-            &["keys", "create", "--plan", "gold"][..],
-            "invalid value 'gold'",
-        ),
+        (&["keys", "create", "--plan", "enterprise", "--per-minute", "10"][..], "needs both"),
+        (&["keys", "create", "--plan", "gold"][..], "invalid value 'gold'"),
         (&["keys", "revoke", "NOT-AN-ID"][..], "is not a key id"),
     ] {
         let out = db.run(args);
@@ -100,34 +77,20 @@ fn bad_key_requests_are_refused_with_a_clear_line() {
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
         assert!(out.stdout.is_empty());
     }
-    assert!(
-        db.run(&["keys", "list"]).stdout.is_empty(),
-        "no key was created"
-    );
+    assert!(db.run(&["keys", "list"]).stdout.is_empty(), "no key was created");
 }
 
 #[test]
 fn start_up_problems_are_one_line_and_exit_code_2() {
     let dir = tempfile::tempdir().expect("a directory");
     let cases: [(&[&str], &str); 3] = [
+        (&["--database-url", "mysql://nowhere/db", "serve"], "unsupported database URL"),
         (
-            &["--database-url", "mysql://nowhere/db", "serve"],
-            "unsupported database URL",
-        ),
-        (
-            &[
-                "--database-url",
-                "sqlite:///nonexistent-dir/x/y.db",
-                "serve",
-            ],
+            &["--database-url", "sqlite:///nonexistent-dir/x/y.db", "serve"],
             "cannot open the database",
         ),
         (
-            &[
-                "--database-url",
-                "postgres://nobody@127.0.0.1:1/db",
-                "migrate",
-            ],
+            &["--database-url", "postgres://nobody@127.0.0.1:1/db", "migrate"],
             "cannot open the database",
         ),
     ];
@@ -135,16 +98,14 @@ fn start_up_problems_are_one_line_and_exit_code_2() {
         let out = Command::new(BIN)
             .args(args)
             .current_dir(dir.path())
+            .env_clear()
             .env("RUST_LOG", "off")
             .output()
             .expect("runs");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = stderr(&out);
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("error: ") && err.contains(needle),
-            "{args:?}: {err}"
-        );
+        assert!(err.starts_with("error: ") && err.contains(needle), "{args:?}: {err}");
         assert!(!err.contains("panicked"));
     }
     let db = Db::sqlite();
@@ -152,31 +113,27 @@ fn start_up_problems_are_one_line_and_exit_code_2() {
     let taken = server.base.trim_start_matches("http://").to_owned();
     let out = Command::new(BIN)
         .args(["serve", "--bind", &taken])
+        .env_clear()
         .env("DATABASE_URL", &db.url)
         .env("RUST_LOG", "off")
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("cannot listen on"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("cannot listen on"), "{}", stderr(&out));
 }
 
 #[test]
 fn the_committed_document_is_the_one_the_binary_serves() {
     let out = Command::new(BIN)
         .args(["--database-url", "memory://", "openapi"])
+        .env_clear()
         .output()
         .expect("runs");
     assert!(out.status.success());
     let generated = String::from_utf8(out.stdout).expect("utf-8");
-    let committed = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/openapi.json"
-    ))
-    .expect("docs/openapi.json exists");
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json"))
+            .expect("docs/openapi.json exists");
     assert!(
         generated.trim() == committed.trim(),
         "docs/openapi.json is stale: regenerate it with `cargo xtask openapi`"
@@ -195,23 +152,15 @@ async fn memory_mode_serves_with_a_key_for_its_run() {
         .trim()
         .to_owned();
     let client = Client::new(&key);
-    let resp = client
-        .post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#)
-        .await;
+    let resp = client.post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#).await;
     assert_eq!(resp.status(), 201);
     assert_eq!(json(resp).await["id"], 1);
     assert_eq!(
-        json(client.get(&server.url("/v1/pets")).await)
-            .await
-            .as_array()
-            .map(Vec::len),
+        json(client.get(&server.url("/v1/pets")).await).await.as_array().map(Vec::len),
         Some(1)
     );
     assert!(
-        std::fs::read_dir(dir.path())
-            .expect("readable")
-            .next()
-            .is_none(),
+        std::fs::read_dir(dir.path()).expect("readable").next().is_none(),
         "memory:// writes no file"
     );
 }

@@ -14,10 +14,7 @@ async fn restart_keeps_the_data(db: &Db) {
     let server = db.start();
     let rex = json(
         client
-            .post(
-                &server.url("/v1/pets"),
-                r#"{"name":"Rex","categoryId":2,"status":"sold"}"#,
-            )
+            .post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":2,"status":"sold"}"#)
             .await,
     )
     .await;
@@ -25,16 +22,9 @@ async fn restart_keeps_the_data(db: &Db) {
     let server = db.start();
     let listed = json(client.get(&server.url("/v1/pets")).await).await;
     assert_eq!(listed, serde_json::json!([rex]));
-    let next = json(
-        client
-            .post(&server.url("/v1/pets"), r#"{"name":"Max","categoryId":2}"#)
-            .await,
-    )
-    .await;
-    assert!(
-        next["id"].as_i64() > rex["id"].as_i64(),
-        "ids go on growing"
-    );
+    let next =
+        json(client.post(&server.url("/v1/pets"), r#"{"name":"Max","categoryId":2}"#).await).await;
+    assert!(next["id"].as_i64() > rex["id"].as_i64(), "ids go on growing");
 }
 
 #[tokio::test]
@@ -102,11 +92,7 @@ async fn every_acknowledged_pet_survives_kill_9() {
         writer.await.expect("a writer");
     }
     let acknowledged = acknowledged.lock().expect("lock").clone();
-    assert!(
-        acknowledged.len() >= 100,
-        "only {} writes were acknowledged",
-        acknowledged.len()
-    );
+    assert!(acknowledged.len() >= 100, "only {} writes were acknowledged", acknowledged.len());
 
     let server = db.start();
     let client = Client::new(&key);
@@ -114,31 +100,18 @@ async fn every_acknowledged_pet_survives_kill_9() {
     let mut uri = server.url("/v1/pets?limit=100");
     for _ in 0..1_000 {
         let resp = client.get(&uri).await;
-        let link = resp
-            .headers()
-            .get("link")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let link = resp.headers().get("link").and_then(|v| v.to_str().ok()).map(str::to_owned);
         for pet in json(resp).await.as_array().expect("an array") {
             stored.insert(pet["id"].as_i64().expect("an id"), pet.clone());
         }
         match link {
             Some(link) => {
-                uri = server.url(
-                    link.trim_start_matches('<')
-                        .split('>')
-                        .next()
-                        .expect("a target"),
-                );
+                uri = server.url(link.trim_start_matches('<').split('>').next().expect("a target"));
             }
             None => break,
         }
     }
     for (id, pet) in &acknowledged {
-        assert_eq!(
-            stored.get(id),
-            Some(pet),
-            "acknowledged pet {id} is lost or changed"
-        );
+        assert_eq!(stored.get(id), Some(pet), "acknowledged pet {id} is lost or changed");
     }
 }

@@ -35,12 +35,7 @@ impl Db {
         };
         let name = format!("bb_{}_{}", std::process::id(), rand_suffix());
         let status = Command::new("psql")
-            .args([
-                admin.as_str(),
-                "-q",
-                "-c",
-                &format!("CREATE DATABASE {name}"),
-            ])
+            .args([admin.as_str(), "-q", "-c", &format!("CREATE DATABASE {name}")])
             .status()
             .expect("psql runs");
         assert!(status.success(), "CREATE DATABASE failed");
@@ -59,8 +54,9 @@ impl Db {
     pub fn run(&self, args: &[&str]) -> Output {
         Command::new(BIN)
             .args(args)
+            // Only what the test sets: no ANIMAL_STORE_* of the caller's shell.
+            .env_clear()
             .env("DATABASE_URL", &self.url)
-            .env_remove("ANIMAL_STORE_ENVIRONMENT")
             .current_dir(self.path())
             .output()
             .expect("the binary runs")
@@ -69,15 +65,8 @@ impl Db {
     /// Issues a key on `plan` and returns it.
     pub fn key(&self, plan: &str) -> String {
         let out = self.run(&["keys", "create", "--plan", plan]);
-        assert!(
-            out.status.success(),
-            "keys create: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let key = String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .trim()
-            .to_owned();
+        assert!(out.status.success(), "keys create: {}", String::from_utf8_lossy(&out.stderr));
+        let key = String::from_utf8(out.stdout).expect("utf-8").trim().to_owned();
         assert!(key.starts_with("as_live_"), "{key}");
         key
     }
@@ -92,14 +81,7 @@ impl Db {
         let clock = TestClock(self.path().join("clock"));
         clock.set(unix_seconds);
         let path = clock.0.display().to_string();
-        (
-            Server::start(
-                &self.url,
-                self.path().to_path_buf(),
-                &["--clock-file", &path],
-            ),
-            clock,
-        )
+        (Server::start(&self.url, self.path().to_path_buf(), &["--clock-file", &path]), clock)
     }
 }
 
@@ -116,9 +98,8 @@ impl TestClock {
 }
 
 fn rand_suffix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()))
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A running server.
@@ -132,14 +113,12 @@ pub struct Server {
 }
 
 impl Server {
-    #[allow(
-        clippy::zombie_processes,
-        reason = "Drop kills and waits for the server"
-    )]
+    #[allow(clippy::zombie_processes, reason = "Drop kills and waits for the server")]
     pub fn start(database_url: &str, dir: PathBuf, extra: &[&str]) -> Self {
         let mut child = Command::new(BIN)
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
+            .env_clear()
             .env("DATABASE_URL", database_url)
             .env("RUST_LOG", "info")
             .current_dir(dir)
@@ -158,19 +137,12 @@ impl Server {
         });
         let mut seen = Vec::new();
         loop {
-            let line = stderr
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| {
-                    panic!("the server did not say where it listens; it said: {seen:#?}")
-                });
+            let line = stderr.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| {
+                panic!("the server did not say where it listens; it said: {seen:#?}")
+            });
             if let Some(addr) = line.split("listening on ").nth(1) {
                 let base = addr.trim().to_owned();
-                return Self {
-                    child,
-                    base,
-                    startup: seen,
-                    _stderr: stderr,
-                };
+                return Self { child, base, startup: seen, _stderr: stderr };
             }
             seen.push(line);
         }
@@ -218,19 +190,11 @@ pub struct Client {
 
 impl Client {
     pub fn new(key: &str) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            key: key.to_owned(),
-        }
+        Self { http: reqwest::Client::new(), key: key.to_owned() }
     }
 
     pub async fn get(&self, url: &str) -> reqwest::Response {
-        self.http
-            .get(url)
-            .bearer_auth(&self.key)
-            .send()
-            .await
-            .expect("a response")
+        self.http.get(url).bearer_auth(&self.key).send().await.expect("a response")
     }
 
     pub async fn post(&self, url: &str, body: &str) -> reqwest::Response {

@@ -7,11 +7,7 @@ use crate::harness::{Client, Db, json};
 const T0: u64 = 1_795_305_605;
 
 fn header(resp: &reqwest::Response, name: &str) -> String {
-    resp.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
+    resp.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
 }
 
 #[tokio::test]
@@ -24,10 +20,7 @@ async fn a_free_key_gets_exactly_60_a_minute_then_429() {
         let resp = client.get(&server.url("/v1/pets")).await;
         assert_eq!(resp.status(), 200);
         assert_eq!(header(&resp, "x-ratelimit-limit"), "60");
-        assert_eq!(
-            header(&resp, "x-ratelimit-remaining"),
-            remaining.to_string()
-        );
+        assert_eq!(header(&resp, "x-ratelimit-remaining"), remaining.to_string());
         assert_eq!(header(&resp, "x-ratelimit-reset"), (T0 + 55).to_string());
     }
     let resp = client.get(&server.url("/v1/pets")).await;
@@ -35,10 +28,7 @@ async fn a_free_key_gets_exactly_60_a_minute_then_429() {
     assert_eq!(header(&resp, "retry-after"), "55");
     assert_eq!(header(&resp, "x-ratelimit-remaining"), "0");
     let body = json(resp).await;
-    assert_eq!(
-        (body["code"].as_str(), body["status"].as_i64()),
-        (Some("rate_limited"), Some(429))
-    );
+    assert_eq!((body["code"].as_str(), body["status"].as_i64()), (Some("rate_limited"), Some(429)));
 
     clock.set(T0 + 55);
     let resp = client.get(&server.url("/v1/pets")).await;
@@ -57,19 +47,12 @@ async fn two_hundred_concurrent_requests_on_32_connections_admit_exactly_60() {
             let (key, url) = (key.clone(), url.clone());
             tokio::spawn(async move {
                 // One client per task: 32 connections.
-                let client = reqwest::Client::builder()
-                    .pool_max_idle_per_host(1)
-                    .build()
-                    .expect("a client");
+                let client =
+                    reqwest::Client::builder().pool_max_idle_per_host(1).build().expect("a client");
                 let requests = if connection < 8 { 7 } else { 6 };
                 let mut statuses = Vec::new();
                 for _ in 0..requests {
-                    let resp = client
-                        .get(&url)
-                        .bearer_auth(&key)
-                        .send()
-                        .await
-                        .expect("a response");
+                    let resp = client.get(&url).bearer_auth(&key).send().await.expect("a response");
                     statuses.push(resp.status().as_u16());
                 }
                 statuses
@@ -99,40 +82,24 @@ async fn an_enterprise_key_with_50_a_day_is_refused_at_the_51st() {
         "50",
     ]);
     assert!(out.status.success());
-    let key = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned();
+    let key = String::from_utf8(out.stdout).expect("utf-8").trim().to_owned();
     let (server, clock) = db.start_at(T0);
     let client = Client::new(&key);
     for i in 0..50 {
         // Spread over several minutes: only the day can refuse.
         clock.set(T0 + i * 30);
-        assert_eq!(
-            client.get(&server.url("/v1/pets")).await.status(),
-            200,
-            "request {}",
-            i + 1
-        );
+        assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200, "request {}", i + 1);
     }
     let now = T0 + 50 * 30;
     clock.set(now);
     let resp = client.get(&server.url("/v1/pets")).await;
     assert_eq!(resp.status(), 429);
     let midnight = T0 - 5 + 86_400;
-    assert_eq!(
-        header(&resp, "retry-after"),
-        (midnight - now).to_string(),
-        "until UTC midnight"
-    );
+    assert_eq!(header(&resp, "retry-after"), (midnight - now).to_string(), "until UTC midnight");
     assert_eq!(header(&resp, "x-ratelimit-limit"), "50");
     assert_eq!(header(&resp, "x-ratelimit-reset"), midnight.to_string());
     clock.set(midnight);
-    assert_eq!(
-        client.get(&server.url("/v1/pets")).await.status(),
-        200,
-        "a new UTC day"
-    );
+    assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200, "a new UTC day");
 }
 
 #[tokio::test]
@@ -155,27 +122,13 @@ async fn calling_on_after_429_suspends_the_key_for_15_minutes() {
     assert_eq!(json(resp).await["code"], "api_key_suspended");
 
     clock.set(T0 + 899);
-    let resp = client
-        .post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#)
-        .await;
-    assert_eq!(
-        resp.status(),
-        429,
-        "still suspended a second before the end"
-    );
+    let resp = client.post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#).await;
+    assert_eq!(resp.status(), 429, "still suspended a second before the end");
     assert_eq!(header(&resp, "retry-after"), "1");
     clock.set(T0 + 900);
-    assert_eq!(
-        client.get(&server.url("/v1/pets")).await.status(),
-        200,
-        "15 minutes later"
-    );
+    assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200, "15 minutes later");
     let all = json(client.get(&server.url("/v1/pets")).await).await;
-    assert_eq!(
-        all,
-        serde_json::json!([]),
-        "the refused POST stored nothing"
-    );
+    assert_eq!(all, serde_json::json!([]), "the refused POST stored nothing");
 }
 
 #[tokio::test]
@@ -187,11 +140,7 @@ async fn seventy_made_up_keys_from_one_address_end_in_429() {
         let client = Client::new(&format!("as_live_{i:012}_{}", "k".repeat(32)));
         let resp = client.get(&server.url("/v1/pets")).await;
         if resp.status() == 401 {
-            assert_eq!(
-                header(&resp, "x-ratelimit-limit"),
-                "60",
-                "401s carry the address's limit"
-            );
+            assert_eq!(header(&resp, "x-ratelimit-limit"), "60", "401s carry the address's limit");
         }
         statuses.push(resp.status().as_u16());
     }

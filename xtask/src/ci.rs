@@ -44,14 +44,7 @@ pub fn run(root: &Path) -> ExitCode {
     steps.run("tidy", || tidy::check(root));
 
     let mut clippy = cmd::cargo(root);
-    clippy.args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]);
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
     steps.command(clippy);
 
     cmd::header("start throwaway PostgreSQL");

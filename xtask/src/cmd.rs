@@ -65,9 +65,7 @@ pub fn print_error(level: &str, err: &anyhow::Error) {
 /// Runs a command with inherited stdio and fails unless it exits successfully.
 pub fn run(command: &mut Command) -> Result<()> {
     let description = describe(command);
-    let status = command
-        .status()
-        .with_context(|| format!("could not run `{description}`"))?;
+    let status = command.status().with_context(|| format!("could not run `{description}`"))?;
     if !status.success() {
         bail!("`{description}` failed ({status})");
     }
@@ -78,9 +76,7 @@ pub fn run(command: &mut Command) -> Result<()> {
 /// unless it exits successfully. For tools that are noisy when all is well.
 pub fn run_quiet(command: &mut Command) -> Result<Output> {
     let description = describe(command);
-    let output = command
-        .output()
-        .with_context(|| format!("could not run `{description}`"))?;
+    let output = command.output().with_context(|| format!("could not run `{description}`"))?;
     if !output.status.success() {
         bail!(
             "`{description}` failed ({})\n--- stdout ---\n{}--- stderr ---\n{}",
@@ -109,10 +105,7 @@ pub fn exit_code(status: ExitStatus) -> ExitCode {
 #[cfg(unix)]
 fn signal_exit_code(status: ExitStatus) -> ExitCode {
     use std::os::unix::process::ExitStatusExt;
-    let code = status
-        .signal()
-        .and_then(|signal| u8::try_from(128 + signal).ok())
-        .unwrap_or(1);
+    let code = status.signal().and_then(|signal| u8::try_from(128 + signal).ok()).unwrap_or(1);
     ExitCode::from(code)
 }
 

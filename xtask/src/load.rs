@@ -53,19 +53,11 @@ fn load(bin: &Path, dir: &Path) -> Result<()> {
         "--per-day",
         "4000000000",
     ]))?;
-    let key = String::from_utf8(key_output.stdout)
-        .context("the key is not UTF-8")?
-        .trim()
-        .to_owned();
+    let key =
+        String::from_utf8(key_output.stdout).context("the key is not UTF-8")?.trim().to_owned();
 
     let mut child = Command::new(bin)
-        .args([
-            "--database-url",
-            &database,
-            "serve",
-            "--bind",
-            "127.0.0.1:0",
-        ])
+        .args(["--database-url", &database, "serve", "--bind", "127.0.0.1:0"])
         .env("RUST_LOG", "warn,animal_store::serve=info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -75,11 +67,7 @@ fn load(bin: &Path, dir: &Path) -> Result<()> {
     let server = Server(child);
     let mut lines = BufReader::new(stderr).lines();
     let base = loop {
-        let Some(line) = lines
-            .next()
-            .transpose()
-            .context("reading the server's log")?
-        else {
+        let Some(line) = lines.next().transpose().context("reading the server's log")? else {
             bail!("the server exited before listening");
         };
         if let Some(addr) = line.split("listening on ").nth(1) {
@@ -102,25 +90,12 @@ fn load(bin: &Path, dir: &Path) -> Result<()> {
     let seed = dir.join("seed.lua");
     std::fs::write(&seed, std::fs::read_to_string(&post)?)?;
     wrk(
-        &[
-            "-t1",
-            "-c10",
-            "-d2s",
-            "-s",
-            path(&seed)?,
-            "-H",
-            &auth,
-            &format!("{base}/v1/pets"),
-        ],
+        &["-t1", "-c10", "-d2s", "-s", path(&seed)?, "-H", &auth, &format!("{base}/v1/pets")],
         true,
     )?;
 
     for (title, url, script) in [
-        (
-            "GET /v1/pets?limit=20",
-            format!("{base}/v1/pets?limit=20"),
-            None,
-        ),
+        ("GET /v1/pets?limit=20", format!("{base}/v1/pets?limit=20"), None),
         (
             "GET /v1/pets?status=pending&limit=20",
             format!("{base}/v1/pets?status=pending&limit=20"),
@@ -148,11 +123,7 @@ fn path(p: &Path) -> Result<&str> {
 fn wrk(args: &[&str], quiet: bool) -> Result<()> {
     let mut command = Command::new("wrk");
     command.args(args);
-    if quiet {
-        cmd::run_quiet(&mut command).map(|_| ())
-    } else {
-        cmd::run(&mut command)
-    }
+    if quiet { cmd::run_quiet(&mut command).map(|_| ()) } else { cmd::run(&mut command) }
 }
 
 fn ensure_wrk() -> Result<()> {

@@ -73,10 +73,8 @@ fn run() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         _ => {
-            let words: Vec<_> = std::iter::once(&task)
-                .chain(&rest)
-                .map(|arg| arg.to_string_lossy())
-                .collect();
+            let words: Vec<_> =
+                std::iter::once(&task).chain(&rest).map(|arg| arg.to_string_lossy()).collect();
             eprintln!("error: unknown task or arguments: {}\n", words.join(" "));
             Ok(usage_error())
         }
@@ -107,9 +105,7 @@ fn postgres_task(args: Vec<OsString>) -> Result<ExitCode> {
     server.apply_env(&mut command);
     let description = cmd::describe(&command);
     cmd::header(&description);
-    let status = command
-        .status()
-        .with_context(|| format!("could not run `{description}`"))?;
+    let status = command.status().with_context(|| format!("could not run `{description}`"))?;
     // Stop the server before exiting: `ExitCode` is returned, not `process::exit`ed,
     // but being explicit keeps the order of the log lines obvious.
     drop(server);
@@ -123,8 +119,6 @@ fn bench(root: &std::path::Path, args: &[OsString]) -> Result<ExitCode> {
     command.args(["bench", "--workspace"]).args(args);
     let description = cmd::describe(&command);
     cmd::header(&description);
-    let status = command
-        .status()
-        .with_context(|| format!("could not run `{description}`"))?;
+    let status = command.status().with_context(|| format!("could not run `{description}`"))?;
     Ok(cmd::exit_code(status))
 }

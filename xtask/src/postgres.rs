@@ -65,27 +65,15 @@ impl Postgres {
         fs::create_dir(&data).with_context(|| format!("could not create {}", data.display()))?;
         if as_root {
             let mut chown = Command::new("chown");
-            chown
-                .arg("-R")
-                .arg(format!("{OS_USER}:{OS_USER}"))
-                .arg(dir.path());
+            chown.arg("-R").arg(format!("{OS_USER}:{OS_USER}")).arg(dir.path());
             cmd::run_quiet(&mut chown).with_context(|| {
-                format!(
-                    "could not hand {} to the `{OS_USER}` OS user",
-                    dir.path().display()
-                )
+                format!("could not hand {} to the `{OS_USER}` OS user", dir.path().display())
             })?;
         }
         let port = free_port()?;
 
         // From here on, dropping `server` cleans up whatever was started.
-        let server = Self {
-            bin,
-            as_root,
-            data,
-            port,
-            dir,
-        };
+        let server = Self { bin, as_root, data, port, dir };
         server.init_db()?;
         server.start_server()?;
         server.wait_until_reachable()?;
@@ -125,10 +113,8 @@ impl Postgres {
         let dir = self.dir.path();
         // pg_ctl hands `-o` to a shell, so the socket directory must be quoted.
         let socket_dir = shell_quote(&dir.to_string_lossy())?;
-        let options = format!(
-            "-p {} -k {socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off",
-            self.port
-        );
+        let options =
+            format!("-p {} -k {socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off", self.port);
         let mut start = pg_tool(&self.bin, "pg_ctl", self.as_root, dir);
         start
             .arg("-D")
@@ -170,9 +156,7 @@ impl Postgres {
 
     fn stop(&self) -> Result<()> {
         let mut stop = pg_tool(&self.bin, "pg_ctl", self.as_root, self.dir.path());
-        stop.arg("-D")
-            .arg(&self.data)
-            .args(["-m", "fast", "-w", "stop"]);
+        stop.arg("-D").arg(&self.data).args(["-m", "fast", "-w", "stop"]);
         cmd::run_quiet(&mut stop).context("pg_ctl stop failed")?;
         Ok(())
     }
@@ -315,10 +299,7 @@ fn find_or_install_binaries(as_root: bool) -> Result<(String, PathBuf)> {
         "--no-install-recommends",
         "postgresql",
     ]);
-    cmd::header(&format!(
-        "DEBIAN_FRONTEND=noninteractive {}",
-        cmd::describe(&install)
-    ));
+    cmd::header(&format!("DEBIAN_FRONTEND=noninteractive {}", cmd::describe(&install)));
     cmd::run(&mut install).context("could not install the postgresql package")?;
 
     find_binaries()?.with_context(|| {
@@ -342,9 +323,7 @@ fn find_binaries() -> Result<Option<(String, PathBuf)>> {
             continue;
         };
         let bin = entry.path().join("bin");
-        let complete = ["initdb", "pg_ctl"]
-            .iter()
-            .all(|tool| bin.join(tool).is_file());
+        let complete = ["initdb", "pg_ctl"].iter().all(|tool| bin.join(tool).is_file());
         if complete && best.as_ref().is_none_or(|(newest, ..)| version > *newest) {
             best = Some((version, name, bin));
         }
@@ -362,10 +341,7 @@ fn parse_version(name: &str) -> Option<Vec<u32>> {
 fn free_port() -> Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .context("could not bind 127.0.0.1:0 to find a free port")?;
-    let port = listener
-        .local_addr()
-        .context("could not read the bound port")?
-        .port();
+    let port = listener.local_addr().context("could not read the bound port")?.port();
     Ok(port)
 }
 
@@ -410,14 +386,10 @@ fn reap_stale(bin: &Path, as_root: bool) {
         if data.join("postmaster.pid").exists() {
             // Nothing worth a clean shutdown in a throwaway cluster.
             let mut stop = pg_tool(bin, "pg_ctl", as_root, &dir);
-            stop.arg("-D")
-                .arg(&data)
-                .args(["-m", "immediate", "-w", "stop"]);
+            stop.arg("-D").arg(&data).args(["-m", "immediate", "-w", "stop"]);
             if let Err(err) = cmd::run_quiet(&mut stop) {
-                let err = err.context(format!(
-                    "could not stop stale PostgreSQL in {}",
-                    dir.display()
-                ));
+                let err =
+                    err.context(format!("could not stop stale PostgreSQL in {}", dir.display()));
                 cmd::print_error("warning", &err);
                 continue;
             }

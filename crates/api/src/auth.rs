@@ -24,15 +24,8 @@ pub struct Authenticated(pub ApiKey);
 /// `as_live_<id>_<secret>` in production and `as_test_<id>_<secret>` in staging; an operator
 /// issues them with `animal-store keys create`.
 #[derive(SecurityScheme)]
-#[expect(
-    dead_code,
-    reason = "operations need the proof of authentication, not the key"
-)]
-#[oai(
-    ty = "bearer",
-    bearer_format = "as_live_<id>_<secret>",
-    checker = "authenticated_key"
-)]
+#[expect(dead_code, reason = "operations need the proof of authentication, not the key")]
+#[oai(ty = "bearer", bearer_format = "as_live_<id>_<secret>", checker = "authenticated_key")]
 pub struct BearerKey(pub ApiKey);
 
 #[allow(clippy::unused_async, reason = "poem-openapi awaits the checker")]

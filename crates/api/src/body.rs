@@ -16,7 +16,7 @@ use crate::error::ApiError;
 use crate::params::Documented;
 use crate::pets::PetStatusDto;
 
-/// The schema of the request body, for the document only.
+/// An animal to add. The service assigns its `id`; an `id` sent here is ignored.
 #[derive(Object)]
 #[oai(rename = "NewPet", rename_all = "camelCase")]
 pub struct NewPetSchema {
@@ -56,30 +56,20 @@ fn new_pet(fields: &Map<String, Value>) -> Result<NewPet, ApiError> {
             Some(id) => CategoryId::new(id).map_err(|e| e.to_string()),
             None => Err(format!("categoryId must be an int64 integer, got {n}")),
         },
-        Some(other) => Err(format!(
-            "categoryId must be an integer, got {}",
-            kind(other)
-        )),
+        Some(other) => Err(format!("categoryId must be an integer, got {}", kind(other))),
     };
     let status = match fields.get("status") {
         None => Ok(PetStatus::default()),
         Some(Value::String(s)) => s.parse::<PetStatus>().map_err(|e| e.to_string()),
-        Some(other) => Err(format!(
-            "status must be one of available, pending, sold; got {}",
-            kind(other)
-        )),
+        Some(other) => {
+            Err(format!("status must be one of available, pending, sold; got {}", kind(other)))
+        }
     };
     match (name, category_id, status) {
-        (Ok(name), Ok(category_id), Ok(status)) => Ok(NewPet {
-            name,
-            category_id,
-            status,
-        }),
+        (Ok(name), Ok(category_id), Ok(status)) => Ok(NewPet { name, category_id, status }),
         (name, category_id, status) => {
-            let problems: Vec<String> = [name.err(), category_id.err(), status.err()]
-                .into_iter()
-                .flatten()
-                .collect();
+            let problems: Vec<String> =
+                [name.err(), category_id.err(), status.err()].into_iter().flatten().collect();
             Err(ApiError::validation_failed(problems.join("; ")))
         }
     }
@@ -124,10 +114,7 @@ mod tests {
 
     #[test]
     fn every_problem_is_reported_with_its_field() {
-        assert_eq!(
-            parse(&json!({})).unwrap_err(),
-            "name is required; categoryId is required"
-        );
+        assert_eq!(parse(&json!({})).unwrap_err(), "name is required; categoryId is required");
         assert_eq!(
             parse(&json!({"name": null, "categoryId": "1", "status": null})).unwrap_err(),
             "name must be a string, got null; categoryId must be an integer, got a string; \
@@ -146,11 +133,8 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_an_object_is_an_invalid_request() {
-        let err = NewPetBody::parse_from_json(Some(json!([1])))
-            .ok()
-            .unwrap()
-            .into_inner()
-            .unwrap_err();
+        let err =
+            NewPetBody::parse_from_json(Some(json!([1]))).ok().unwrap().into_inner().unwrap_err();
         assert_eq!(err.code(), crate::error::ErrorCode::InvalidRequest);
     }
 }

@@ -54,18 +54,12 @@ impl Deprecation {
         let value =
             |s: String| HeaderValue::try_from(s).unwrap_or_else(|_| HeaderValue::from_static(""));
         [
-            (
-                HeaderName::from_static("deprecation"),
-                value(format!("@{}", self.announced)),
-            ),
+            (HeaderName::from_static("deprecation"), value(format!("@{}", self.announced))),
             (
                 HeaderName::from_static("sunset"),
                 value(httpdate::fmt_http_date(self.sunset_instant())),
             ),
-            (
-                header::LINK,
-                value(format!("<{}>; rel=\"successor-version\"", self.successor)),
-            ),
+            (header::LINK, value(format!("<{}>; rel=\"successor-version\"", self.successor))),
         ]
     }
 }

@@ -15,7 +15,9 @@ use poem::{IntoResponse, Response};
 use poem_openapi::error::{
     AuthorizationError, ContentTypeError, ParseParamError, ParsePathError, ParseRequestPayloadError,
 };
-use poem_openapi::registry::{MetaHeader, MetaMediaType, MetaResponse, MetaResponses, Registry};
+use poem_openapi::registry::{
+    MetaHeader, MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry,
+};
 use poem_openapi::types::Type;
 use poem_openapi::{ApiResponse, Enum, Object};
 
@@ -95,11 +97,7 @@ pub const UNAUTHORIZED_MESSAGE: &str =
 impl ApiError {
     /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            headers: Vec::new(),
-        }
+        Self { code, message: message.into(), headers: Vec::new() }
     }
 
     /// A 400 `invalid_request`.
@@ -180,10 +178,9 @@ impl ApiError {
                 "this method is not allowed on this resource",
             ),
             StatusCode::PAYLOAD_TOO_LARGE => Self::payload_too_large(),
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::new(
-                ErrorCode::UnsupportedMediaType,
-                "the body must be application/json",
-            ),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                Self::new(ErrorCode::UnsupportedMediaType, "the body must be application/json")
+            }
             StatusCode::UNAUTHORIZED => Self::unauthorized(),
             status if status.is_client_error() => Self::invalid_request(err.to_string()),
             _ => {
@@ -270,21 +267,18 @@ pub struct OperationError<S> {
 
 impl<S, E: Into<ApiError>> From<E> for OperationError<S> {
     fn from(error: E) -> Self {
-        Self {
-            error: error.into(),
-            set: PhantomData,
-        }
+        Self { error: error.into(), set: PhantomData }
     }
 }
 
 impl<S: ErrorSet> ApiResponse for OperationError<S> {
     fn meta() -> MetaResponses {
-        let header = |name: &str, description: &str| MetaHeader {
+        let header = |name: &str, description: &str, schema: MetaSchemaRef| MetaHeader {
             name: name.to_owned(),
             description: Some(description.to_owned()),
             required: true,
             deprecated: false,
-            schema: String::schema_ref(),
+            schema,
         };
         MetaResponses {
             responses: S::RESPONSES
@@ -294,15 +288,23 @@ impl<S: ErrorSet> ApiResponse for OperationError<S> {
                     status: Some(code.status().as_u16()),
                     status_range: None,
                     content: vec![MetaMediaType {
-                        content_type: "application/json; charset=utf-8",
+                        content_type: "application/json",
                         schema: ErrorBody::schema_ref(),
                     }],
                     headers: match code {
                         ErrorCode::Unauthorized => {
-                            vec![header("WWW-Authenticate", "Always `Bearer`.")]
+                            vec![header(
+                                "WWW-Authenticate",
+                                "Always `Bearer`.",
+                                String::schema_ref(),
+                            )]
                         }
                         ErrorCode::ServiceUnavailable => {
-                            vec![header("Retry-After", "Seconds to wait before retrying.")]
+                            vec![header(
+                                "Retry-After",
+                                "Seconds to wait before retrying.",
+                                u32::schema_ref(),
+                            )]
                         }
                         _ => Vec::new(),
                     },

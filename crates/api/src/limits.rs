@@ -15,7 +15,7 @@
 
 use std::net::IpAddr;
 
-use animal_store_domain::{ApiKey, Decision, Quota, Subject, Verdict, WindowUsage};
+use animal_store_domain::{Decision, Subject, Verdict, WindowUsage};
 use ipnet::IpNet;
 use poem::Request;
 use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
@@ -23,15 +23,10 @@ use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
-/// Who a request counts against, and with which quota.
-pub fn subject(state: &AppState, key: Option<&ApiKey>, req: &Request) -> (Subject, Quota) {
-    match key {
-        Some(key) => (Subject::Key(key.id.clone()), key.plan.quota()),
-        None => (
-            Subject::Address(client_address(req, &state.config.trusted_proxies)),
-            state.limits.per_address,
-        ),
-    }
+/// The client address of a request, as the subject requests without a valid key count
+/// against.
+pub fn address_subject(state: &AppState, req: &Request) -> Subject {
+    Subject::Address(client_address(req, &state.config.trusted_proxies))
 }
 
 /// The client's address: the socket peer, unless the peer is a trusted proxy; then the
@@ -60,12 +55,7 @@ fn forwarded_client(peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpNet]
         .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
         .map(|ip| ip.to_canonical())
         .collect();
-    hops.iter()
-        .rev()
-        .find(|ip| !trusted(ip))
-        .or(hops.first())
-        .copied()
-        .unwrap_or(peer)
+    hops.iter().rev().find(|ip| !trusted(ip)).or(hops.first()).copied().unwrap_or(peer)
 }
 
 /// The 429 for a refused request of `subject`.
@@ -74,11 +64,8 @@ pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
         Verdict::Admitted => return None,
         Verdict::Limited { retry_after } => {
             let binding = decision.binding();
-            let window = if binding.length == animal_store_domain::limit::DAY {
-                "day"
-            } else {
-                "minute"
-            };
+            let window =
+                if binding.length == animal_store_domain::limit::DAY { "day" } else { "minute" };
             let warning = match subject {
                 Subject::Key(_) => "; calling on while limited suspends the key",
                 Subject::Address(_) => "",
@@ -110,10 +97,12 @@ pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
 /// Writes the rate-limit headers of `decision`.
 pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
     let binding = decision.binding();
-    let reset = match decision.verdict {
-        Verdict::Suspended { until, .. } => until,
-        _ => binding.reset,
+    // While a key is suspended nothing resets before the suspension ends.
+    let suspended_until = match decision.verdict {
+        Verdict::Suspended { until, .. } => Some(until),
+        _ => None,
     };
+    let reset = suspended_until.unwrap_or(binding.reset);
     let windows = [("minute", decision.minute), ("day", decision.day)];
     let policy = windows
         .iter()
@@ -123,11 +112,8 @@ pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
     let state = windows
         .iter()
         .map(|(name, w): &(&str, WindowUsage)| {
-            format!(
-                "\"{name}\";r={};t={}",
-                w.remaining,
-                w.reset.saturating_sub(decision.at)
-            )
+            let reset = suspended_until.unwrap_or(w.reset);
+            format!("\"{name}\";r={};t={}", w.remaining, reset.saturating_sub(decision.at))
         })
         .collect::<Vec<_>>()
         .join(", ");
@@ -135,10 +121,7 @@ pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
         headers.insert(HeaderName::from_static(name), value);
     };
     set("x-ratelimit-limit", HeaderValue::from(binding.limit));
-    set(
-        "x-ratelimit-remaining",
-        HeaderValue::from(binding.remaining),
-    );
+    set("x-ratelimit-remaining", HeaderValue::from(binding.remaining));
     set("x-ratelimit-reset", HeaderValue::from(reset));
     if let Ok(value) = HeaderValue::try_from(policy) {
         set("ratelimit-policy", value);
@@ -161,14 +144,8 @@ mod tests {
 
     #[test]
     fn forwarded_for_is_believed_only_from_trusted_proxies() {
-        assert_eq!(
-            forwarded([1, 2, 3, 4], "9.9.9.9", &[]),
-            IpAddr::from([1, 2, 3, 4])
-        );
-        assert_eq!(
-            forwarded([1, 2, 3, 4], "9.9.9.9", &["10.0.0.0/8"]),
-            IpAddr::from([1, 2, 3, 4])
-        );
+        assert_eq!(forwarded([1, 2, 3, 4], "9.9.9.9", &[]), IpAddr::from([1, 2, 3, 4]));
+        assert_eq!(forwarded([1, 2, 3, 4], "9.9.9.9", &["10.0.0.0/8"]), IpAddr::from([1, 2, 3, 4]));
         assert_eq!(
             forwarded([10, 0, 0, 1], "9.9.9.9", &["10.0.0.0/8"]),
             IpAddr::from([9, 9, 9, 9])

@@ -28,6 +28,8 @@ use crate::deprecation::Deprecation;
 use crate::error::ApiError;
 use crate::routes::RouteTable;
 use crate::state::AppState;
+use animal_store_domain::Subject;
+
 use crate::{auth, limits};
 
 /// The largest request body accepted.
@@ -66,10 +68,8 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
             return Ok(ApiError::payload_too_large().into_response());
         }
         Err(err) => {
-            return Ok(
-                ApiError::invalid_request(format!("the body could not be read: {err}"))
-                    .into_response(),
-            );
+            return Ok(ApiError::invalid_request(format!("the body could not be read: {err}"))
+                .into_response());
         }
     }
     Ok(respond(ep.as_ref(), req).await)
@@ -81,9 +81,7 @@ pub async fn allow_header<E: Endpoint>(
     req: Request,
     routes: &RouteTable,
 ) -> poem::Result<Response> {
-    let allow = routes
-        .find(req.uri().path())
-        .map(crate::routes::RouteEntry::allow);
+    let allow = routes.find(req.uri().path()).map(crate::routes::RouteEntry::allow);
     let mut response = respond(ep.as_ref(), req).await;
     if response.status() == StatusCode::METHOD_NOT_ALLOWED
         && let Some(value) = allow.and_then(|a| HeaderValue::try_from(a).ok())
@@ -95,10 +93,7 @@ pub async fn allow_header<E: Endpoint>(
 
 /// Layer 4: the response for a panicking handler. The panic itself is logged by the
 /// process's panic hook; the request's log line carries the request id.
-#[allow(
-    clippy::needless_pass_by_value,
-    reason = "the signature poem's PanicHandler wants"
-)]
+#[allow(clippy::needless_pass_by_value, reason = "the signature poem's PanicHandler wants")]
 pub fn panic_response(_panic: Box<dyn Any + Send>) -> Response {
     ApiError::internal().into_response()
 }
@@ -126,13 +121,29 @@ pub async fn deprecation_headers<E: Endpoint>(
 /// Layer 5: finds the caller's key, counts the request against it (or against the client
 /// address without one), refuses it with 429 when over the limit, and puts the rate-limit
 /// headers on whatever response comes back.
+///
+/// An address over its limit for requests without a valid key gets 429 for any request that
+/// carries a key, before the key is even looked up: someone guessing keys learns nothing
+/// more, not even when a guess is right, until the address's window resets.
 pub async fn guard<E: Endpoint>(
     ep: Arc<E>,
     mut req: Request,
     state: &AppState,
 ) -> poem::Result<Response> {
+    let address = limits::address_subject(state, &req);
+    if auth::bearer_token(req.headers()).is_some() {
+        let guessing = state.limiter.peek(&address, state.limits.per_address).await;
+        if let Some(refusal) = limits::refusal(&address, &guessing) {
+            let mut response = refusal.into_response();
+            limits::set_headers(response.headers_mut(), &guessing);
+            return Ok(response);
+        }
+    }
     let key = auth::resolve_key(&state.keys, &mut req).await;
-    let (subject, quota) = limits::subject(state, key.as_ref().ok().and_then(Option::as_ref), &req);
+    let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
+        Some(key) => (Subject::Key(key.id.clone()), key.plan.quota()),
+        None => (address, state.limits.per_address),
+    };
     let decision = state.limiter.check(&subject, quota).await;
     let mut response = match (key, limits::refusal(&subject, &decision)) {
         (Err(err), _) => err.into_response(),
@@ -151,10 +162,7 @@ pub async fn trace_request<E: Endpoint>(
     routes: &RouteTable,
 ) -> poem::Result<Response> {
     let request_id = format!("{:016x}", rand::random::<u64>());
-    let route = routes
-        .find(req.uri().path())
-        .map_or("(unmatched)", |r| r.template())
-        .to_owned();
+    let route = routes.find(req.uri().path()).map_or("(unmatched)", |r| r.template()).to_owned();
     let span = tracing::info_span!(
         "request",
         method = %req.method(),
@@ -173,9 +181,7 @@ pub async fn trace_request<E: Endpoint>(
             tracing::info!(status = status.as_u16(), latency_us, "request");
         }
         if let Ok(value) = HeaderValue::try_from(request_id) {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static("x-request-id"), value);
+            response.headers_mut().insert(HeaderName::from_static("x-request-id"), value);
         }
         Ok(response)
     }

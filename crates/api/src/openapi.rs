@@ -49,7 +49,60 @@ pub fn document(service: &OpenApiService<PetsApi, ()>) -> Value {
         }
     }
     name_the_pets_schema(&mut document);
+    plain_references(&mut document);
+    plain_json_media_type(&mut document);
     document
+}
+
+/// poem-openapi wraps a property that refers to another schema in `allOf` to attach its
+/// description; readers expect a plain `$ref` (with the description and default beside it).
+/// The error code is written out as the string enumeration it is.
+fn plain_references(document: &mut Value) {
+    let codes = document["components"]["schemas"]["ErrorCode"].clone();
+    let schemas =
+        document["components"]["schemas"].as_object_mut().into_iter().flat_map(|s| s.values_mut());
+    for property in schemas.flat_map(|schema| {
+        schema["properties"].as_object_mut().into_iter().flat_map(|p| p.values_mut())
+    }) {
+        let reference = property["allOf"][0]["$ref"].as_str().map(str::to_owned);
+        let Some(reference) = reference else { continue };
+        let Some(object) = property.as_object_mut() else {
+            continue;
+        };
+        object.remove("allOf");
+        if reference == "#/components/schemas/ErrorCode" {
+            object.insert("type".to_owned(), json!("string"));
+            object.insert("enum".to_owned(), codes["enum"].clone());
+        } else {
+            object.insert("$ref".to_owned(), json!(reference));
+        }
+    }
+}
+
+/// Bodies are `application/json` (sent with `; charset=utf-8`, which JSON needs no more
+/// than it allows); the document names the media type plainly.
+fn plain_json_media_type(document: &mut Value) {
+    for operation in operations(document) {
+        let Some(operation) = operation.as_object_mut() else {
+            continue;
+        };
+        let mut contents = Vec::new();
+        for (part, value) in operation.iter_mut() {
+            match part.as_str() {
+                "requestBody" => contents.extend(value.get_mut("content")),
+                "responses" => {
+                    let responses = value.as_object_mut().into_iter().flat_map(|r| r.values_mut());
+                    contents.extend(responses.filter_map(|r| r.get_mut("content")));
+                }
+                _ => {}
+            }
+        }
+        for content in contents.into_iter().filter_map(Value::as_object_mut) {
+            if let Some(media) = content.remove("application/json; charset=utf-8") {
+                content.insert("application/json".to_owned(), media);
+            }
+        }
+    }
 }
 
 /// The contract names the body of a listing `Pets`, an array of `Pet`; poem-openapi writes
@@ -59,10 +112,8 @@ fn name_the_pets_schema(document: &mut Value) {
     let Some(media) = listing.as_object_mut().and_then(|m| m.values_mut().next()) else {
         return;
     };
-    let array = std::mem::replace(
-        &mut media["schema"],
-        json!({"$ref": "#/components/schemas/Pets"}),
-    );
+    let array =
+        std::mem::replace(&mut media["schema"], json!({"$ref": "#/components/schemas/Pets"}));
     let mut pets = array;
     pets["description"] = json!("An array of Pet objects: the body of a list response.");
     document["components"]["schemas"]["Pets"] = pets;
@@ -71,9 +122,7 @@ fn name_the_pets_schema(document: &mut Value) {
 /// The docs page: Swagger UI, bundled in the binary (it works offline), showing `document`.
 pub fn docs_page(service: &OpenApiService<PetsApi, ()>, document: &str) -> String {
     // The page embeds the generated document verbatim; swap in the completed one.
-    service
-        .swagger_ui_html()
-        .replacen(&service.spec(), document, 1)
+    service.swagger_ui_html().replacen(&service.spec(), document, 1)
 }
 
 fn operations(document: &mut Value) -> impl Iterator<Item = &mut Value> {
@@ -86,10 +135,7 @@ fn operations(document: &mut Value) -> impl Iterator<Item = &mut Value> {
 }
 
 fn responses(operation: &mut Value) -> impl Iterator<Item = &mut Value> {
-    operation["responses"]
-        .as_object_mut()
-        .into_iter()
-        .flat_map(|r| r.values_mut())
+    operation["responses"].as_object_mut().into_iter().flat_map(|r| r.values_mut())
 }
 
 /// Every operation can be refused for going over a limit.
@@ -130,10 +176,8 @@ fn add_rate_limit_headers(response: &mut Value) {
         "Both windows, as in the IETF draft: `r` requests remaining, reset in `t` seconds.",
         "\"minute\";r=59;t=41, \"day\";r=999;t=80000",
     );
-    headers["X-Request-Id"] = string(
-        "Identifies the request in the service's logs.",
-        "3f2a9c1e5b7d4a60",
-    );
+    headers["X-Request-Id"] =
+        string("Identifies the request in the service's logs.", "3f2a9c1e5b7d4a60");
 }
 
 /// poem-openapi writes response header names in capitals (`LOCATION`); HTTP names are
@@ -141,6 +185,9 @@ fn add_rate_limit_headers(response: &mut Value) {
 fn canonical_header_names(response: &mut Value) {
     if let Some(headers) = response["headers"].as_object_mut() {
         let renamed = std::mem::take(headers).into_iter().map(|(name, header)| {
+            if name.eq_ignore_ascii_case("www-authenticate") {
+                return ("WWW-Authenticate".to_owned(), header);
+            }
             let canonical = name
                 .split('-')
                 .map(|word| {
@@ -173,22 +220,7 @@ fn header(response: &mut Value, name: &str, description: &str, example: &str) {
 fn add_deprecation_headers(response: &mut Value, deprecation: &Deprecation) {
     let [(_, since), (_, sunset), (_, link)] = deprecation.headers();
     let text = |v: &poem::http::HeaderValue| v.to_str().unwrap_or_default().to_owned();
-    header(
-        response,
-        "Deprecation",
-        "When the operation was deprecated (RFC 9745).",
-        &text(&since),
-    );
-    header(
-        response,
-        "Sunset",
-        "When the operation stops working (RFC 8594).",
-        &text(&sunset),
-    );
-    header(
-        response,
-        "Link",
-        "The operation that replaces this one.",
-        &text(&link),
-    );
+    header(response, "Deprecation", "When the operation was deprecated (RFC 9745).", &text(&since));
+    header(response, "Sunset", "When the operation stops working (RFC 8594).", &text(&sunset));
+    header(response, "Link", "The operation that replaces this one.", &text(&link));
 }

@@ -23,10 +23,7 @@ pub struct Documented<S, T> {
 impl<S, T> Documented<S, T> {
     /// Wraps a value parsed by hand.
     pub(crate) fn new(value: T) -> Self {
-        Self {
-            value,
-            schema: PhantomData,
-        }
+        Self { value, schema: PhantomData }
     }
 
     /// The value.

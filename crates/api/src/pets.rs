@@ -111,10 +111,7 @@ impl ErrorSet for ListPetsErrors {
         ),
         (ErrorCode::Unauthorized, "Missing or invalid API key."),
         (ErrorCode::InternalError, "The server failed."),
-        (
-            ErrorCode::ServiceUnavailable,
-            "The store is temporarily unavailable.",
-        ),
+        (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable."),
     ];
 }
 
@@ -127,19 +124,10 @@ impl ErrorSet for CreatePetErrors {
              message names every field), or not JSON at all (`invalid_request`).",
         ),
         (ErrorCode::Unauthorized, "Missing or invalid API key."),
-        (
-            ErrorCode::PayloadTooLarge,
-            "The body is larger than 16 KiB.",
-        ),
-        (
-            ErrorCode::UnsupportedMediaType,
-            "The body is not `application/json`.",
-        ),
+        (ErrorCode::PayloadTooLarge, "The body is larger than 16 KiB."),
+        (ErrorCode::UnsupportedMediaType, "The body is not `application/json`."),
         (ErrorCode::InternalError, "The server failed."),
-        (
-            ErrorCode::ServiceUnavailable,
-            "The store is temporarily unavailable.",
-        ),
+        (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable."),
     ];
 }
 
@@ -149,15 +137,9 @@ impl ErrorSet for GetPetErrors {
         (ErrorCode::InvalidRequest, "`petId` is not an integer."),
         (ErrorCode::Unauthorized, "Missing or invalid API key."),
         (ErrorCode::NotFound, "The animal could not be found."),
-        (
-            ErrorCode::Gone,
-            "The operation is past its sunset (5 December 2030).",
-        ),
+        (ErrorCode::Gone, "The operation is past its sunset (5 December 2030)."),
         (ErrorCode::InternalError, "The server failed."),
-        (
-            ErrorCode::ServiceUnavailable,
-            "The store is temporarily unavailable.",
-        ),
+        (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable."),
     ];
 }
 
@@ -206,10 +188,7 @@ impl PetsApi {
         };
         let page = self.state.pets.list(query).await?;
         let next = page.next_after.map(|after| next_link(&query, after));
-        Ok(ListPetsOk::Ok(
-            Json(page.pets.into_iter().map(PetBody::from).collect()),
-            next,
-        ))
+        Ok(ListPetsOk::Ok(Json(page.pets.into_iter().map(PetBody::from).collect()), next))
     }
 
     /// Add an animal
@@ -232,12 +211,7 @@ impl PetsApi {
     /// Deprecated: announced to be removed on 5 December 2030; use `GET /pets` with the
     /// `status` filter instead. Every response carries `Deprecation`, `Sunset` and
     /// `Link: </v1/pets>; rel="successor-version"`; from the sunset on, the answer is 410.
-    #[oai(
-        path = "/pets/:petId",
-        method = "get",
-        operation_id = "getPet",
-        deprecated
-    )]
+    #[oai(path = "/pets/:petId", method = "get", operation_id = "getPet", deprecated)]
     async fn get_pet(
         &self,
         _key: BearerKey,
@@ -264,10 +238,16 @@ impl PetsApi {
 }
 
 fn parse_limit(raw: &str) -> Result<PageLimit, ApiError> {
-    let limit = raw
-        .parse::<i64>()
-        .map_err(|_| ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")))?;
-    PageLimit::new(limit).map_err(|e| ApiError::validation_failed(e.to_string()))
+    let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")));
+    }
+    // An integer too large for 64 bits is out of range like any other.
+    let limit =
+        raw.parse::<i64>().unwrap_or(if raw.starts_with('-') { i64::MIN } else { i64::MAX });
+    PageLimit::new(limit).map_err(|_| {
+        ApiError::validation_failed(format!("limit must be between 1 and 100, got {raw}"))
+    })
 }
 
 /// Cursors are opaque to clients so that their content can change; today they carry the id
@@ -293,10 +273,7 @@ fn decode_cursor(cursor: &str) -> Result<PetId, ApiError> {
 }
 
 fn next_link(query: &PetQuery, after: PetId) -> String {
-    let status = query
-        .status
-        .map(|s| format!("&status={s}"))
-        .unwrap_or_default();
+    let status = query.status.map(|s| format!("&status={s}")).unwrap_or_default();
     format!(
         "</v1/pets?limit={}{status}&cursor={}>; rel=\"next\"",
         query.limit.get(),
@@ -311,17 +288,10 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_garbage_is_refused() {
         for id in [1, 42, i64::MAX] {
-            assert_eq!(
-                decode_cursor(&encode_cursor(PetId::new(id))).unwrap(),
-                PetId::new(id)
-            );
+            assert_eq!(decode_cursor(&encode_cursor(PetId::new(id))).unwrap(), PetId::new(id));
         }
         for bad in ["", "!!!", "YWZ0ZXI6", "Zm9vOjE", "YWZ0ZXI6eA"] {
-            assert_eq!(
-                decode_cursor(bad).unwrap_err().code(),
-                ErrorCode::InvalidRequest,
-                "{bad}"
-            );
+            assert_eq!(decode_cursor(bad).unwrap_err().code(), ErrorCode::InvalidRequest, "{bad}");
         }
     }
 

@@ -23,11 +23,7 @@ impl RouteEntry {
             .split('/')
             .map(|s| (!(s.starts_with('{') && s.ends_with('}'))).then(|| s.to_owned()))
             .collect();
-        Self {
-            template,
-            segments,
-            methods,
-        }
+        Self { template, segments, methods }
     }
 
     /// The path template, `/v1/pets/{petId}` say.
@@ -47,27 +43,17 @@ impl RouteEntry {
 
     /// The id of the operation `method` reaches on this route; `HEAD` reaches `GET`'s.
     pub fn operation(&self, method: &Method) -> Option<&str> {
-        let method = if method == Method::HEAD {
-            &Method::GET
-        } else {
-            method
-        };
-        self.methods
-            .iter()
-            .find(|(m, _)| m == method)
-            .and_then(|(_, op)| op.as_deref())
+        let method = if method == Method::HEAD { &Method::GET } else { method };
+        self.methods.iter().find(|(m, _)| m == method).and_then(|(_, op)| op.as_deref())
     }
 
     fn matches(&self, path: &str) -> bool {
         let mut parts = path.split('/');
-        self.segments
-            .iter()
-            .all(|segment| match (segment, parts.next()) {
-                (Some(literal), Some(part)) => literal == part,
-                (None, Some(part)) => !part.is_empty(),
-                (_, None) => false,
-            })
-            && parts.next().is_none()
+        self.segments.iter().all(|segment| match (segment, parts.next()) {
+            (Some(literal), Some(part)) => literal == part,
+            (None, Some(part)) => !part.is_empty(),
+            (_, None) => false,
+        }) && parts.next().is_none()
     }
 }
 
@@ -138,10 +124,7 @@ mod tests {
         assert_eq!(get_pet.operation(&Method::GET), Some("getPet"));
         assert_eq!(get_pet.operation(&Method::HEAD), Some("getPet"));
         assert_eq!(get_pet.operation(&Method::DELETE), None);
-        assert_eq!(
-            table.find("/v1/docs").map(RouteEntry::allow).as_deref(),
-            Some("GET, HEAD")
-        );
+        assert_eq!(table.find("/v1/docs").map(RouteEntry::allow).as_deref(), Some("GET, HEAD"));
         assert!(table.find("/v1/pets/").is_none());
         assert!(table.find("/v1/pets/1/2").is_none());
         assert!(table.find("/v2/pets").is_none());

@@ -10,22 +10,12 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 pub struct Cli {
     /// The database: `sqlite://PATH` (created if missing), `postgres://USER:PASSWORD@HOST:PORT/DB`,
     /// or `memory://` (nothing is kept; for demos and tests).
-    #[arg(
-        long,
-        env = "DATABASE_URL",
-        default_value = "sqlite://animal-store.db",
-        global = true
-    )]
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://animal-store.db", global = true)]
     pub database_url: String,
 
     /// The environment whose keys are issued and accepted: `production` (keys `as_live_...`)
     /// or `staging` (keys `as_test_...`).
-    #[arg(
-        long,
-        env = "ANIMAL_STORE_ENVIRONMENT",
-        default_value = "production",
-        global = true
-    )]
+    #[arg(long, env = "ANIMAL_STORE_ENVIRONMENT", default_value = "production", global = true)]
     pub environment: Environment,
 
     /// What to do; `serve` when omitted.
@@ -51,16 +41,12 @@ pub enum Command {
     /// Apply pending database migrations, then exit.
     Migrate,
     /// Print the OpenAPI document.
-    Openapi,
+    Openapi(DocumentArgs),
 }
 
-/// The settings of `serve`.
+/// The settings that show in the OpenAPI document.
 #[derive(Debug, Clone, Args)]
-pub struct ServeArgs {
-    /// The address to listen on; port 0 picks a free port (the log says which).
-    #[arg(long, env = "ANIMAL_STORE_BIND", default_value = "127.0.0.1:8080")]
-    pub bind: String,
-
+pub struct DocumentArgs {
     /// The production address, `/v1` included, listed in the OpenAPI document.
     #[arg(
         long,
@@ -76,6 +62,18 @@ pub struct ServeArgs {
         default_value = "https://staging.api.animal-store.example/v1"
     )]
     pub staging_url: String,
+}
+
+/// The settings of `serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// The address to listen on; port 0 picks a free port (the log says which).
+    #[arg(long, env = "ANIMAL_STORE_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+
+    /// The addresses the OpenAPI document lists.
+    #[command(flatten)]
+    pub document: DocumentArgs,
 
     /// Seconds in-flight requests get to finish after SIGINT or SIGTERM.
     #[arg(long, env = "ANIMAL_STORE_SHUTDOWN_GRACE", default_value_t = 30)]

@@ -22,12 +22,7 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
     }
     // Check the arguments before touching the database.
     let create = match &command {
-        KeysCommand::Create {
-            plan,
-            name,
-            per_minute,
-            per_day,
-        } => Some((
+        KeysCommand::Create { plan, name, per_minute, per_day } => Some((
             Plan::new(plan, *per_minute, *per_day).map_err(|e| Failure::Startup(e.into()))?,
             name.as_deref()
                 .map(KeyName::new)
@@ -42,18 +37,14 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
         }
         _ => None,
     };
-    let stores = Stores::open(&cli.database_url)
-        .await
-        .map_err(Failure::Startup)?;
+    let stores = Stores::open(&cli.database_url).await.map_err(Failure::Startup)?;
     let keys = KeyService::new(stores.keys(), Arc::new(SystemClock), cli.environment);
     let result = match (create, revoke) {
-        (Some((plan, name)), _) => keys
-            .issue(name, plan)
-            .await
-            .context("cannot store the key")
-            .map(|issued| {
+        (Some((plan, name)), _) => {
+            keys.issue(name, plan).await.context("cannot store the key").map(|issued| {
                 println!("{}", issued.secret.expose());
-            }),
+            })
+        }
         (_, Some(id)) => match keys.revoke(&id).await {
             Ok(key) => {
                 eprintln!("revoked {}", key.id);
@@ -62,19 +53,15 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
             Err(RevokeKeyError::NotFound(id)) => Err(anyhow!("no key has id {id}")),
             Err(err) => Err(anyhow::Error::new(err).context("cannot revoke the key")),
         },
-        _ => keys
-            .list()
-            .await
-            .context("cannot read the keys")
-            .map(|all| {
-                let mut out = std::io::stdout().lock();
-                for key in &all {
-                    // A closed pipe (`keys list | head -1`) just ends the listing.
-                    if writeln!(out, "{}", describe(key)).is_err() {
-                        break;
-                    }
+        _ => keys.list().await.context("cannot read the keys").map(|all| {
+            let mut out = std::io::stdout().lock();
+            for key in &all {
+                // A closed pipe (`keys list | head -1`) just ends the listing.
+                if writeln!(out, "{}", describe(key)).is_err() {
+                    break;
                 }
-            }),
+            }
+        }),
     };
     stores.close().await;
     result.map_err(Failure::Runtime)
@@ -83,11 +70,7 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
 /// One line of `keys list`: id, plan, quotas, state, environment, times, name.
 fn describe(key: &ApiKey) -> String {
     let quota = key.plan.quota();
-    let state = if key.revoked_at.is_some() {
-        "revoked"
-    } else {
-        "active"
-    };
+    let state = if key.revoked_at.is_some() { "revoked" } else { "active" };
     let mut line = format!(
         "{}\t{}\t{}/min\t{}/day\t{state}\t{}\tcreated={}\tlast_used={}",
         key.id,

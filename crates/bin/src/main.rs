@@ -32,10 +32,7 @@ fn main() -> ExitCode {
     // A panic (a bug) is logged like any other error, inside the span of the request that hit
     // it; the server goes on serving.
     std::panic::set_hook(Box::new(|panic| tracing::error!(%panic, "panic")));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return fail(&Failure::Startup(err.into())),
     };
@@ -46,24 +43,18 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    match cli
-        .command
-        .clone()
-        .unwrap_or(Command::Serve(cli.serve.clone()))
-    {
+    match cli.command.clone().unwrap_or(Command::Serve(cli.serve.clone())) {
         Command::Serve(args) => serve::run(&cli, &args).await,
         Command::Keys { command } => keys::run(&cli, command).await,
         Command::Migrate => {
-            let stores = stores::Stores::open(&cli.database_url)
-                .await
-                .map_err(Failure::Startup)?;
+            let stores = stores::Stores::open(&cli.database_url).await.map_err(Failure::Startup)?;
             eprintln!("the database is up to date");
             stores.close().await;
             Ok(())
         }
-        Command::Openapi => {
+        Command::Openapi(args) => {
             let mut out = std::io::stdout().lock();
-            let document = serve::openapi_document(&cli).map_err(Failure::Startup)?;
+            let document = serve::openapi_document(&cli, &args);
             match writeln!(out, "{document}") {
                 // A closed pipe (`openapi | head`) is the reader's choice, not a failure.
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Runtime(

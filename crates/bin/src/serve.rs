@@ -15,14 +15,14 @@ use poem::Server;
 use poem::listener::{Acceptor, Listener, TcpListener};
 
 use crate::Failure;
-use crate::cli::{Cli, Command, ServeArgs};
+use crate::cli::{Cli, DocumentArgs, ServeArgs};
 use crate::stores::Stores;
 
-fn api_config(args: &ServeArgs) -> ApiConfig {
+fn api_config(document: &DocumentArgs, trusted_proxies: &[ipnet::IpNet]) -> ApiConfig {
     ApiConfig {
-        production_url: args.production_url.clone(),
-        staging_url: args.staging_url.clone(),
-        trusted_proxies: args.trusted_proxies.clone(),
+        production_url: document.production_url.clone(),
+        staging_url: document.staging_url.clone(),
+        trusted_proxies: trusted_proxies.to_vec(),
     }
 }
 
@@ -57,43 +57,33 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
             cli.environment,
         ),
         limiter: match args.rate_limiter.as_str() {
-            "moka" => Arc::new(MokaRateLimiter::new(
-                limits,
-                args.limiter_capacity,
-                clock.clone(),
-            )),
-            _ => Arc::new(MemoryRateLimiter::new(
-                limits,
-                args.limiter_capacity,
-                clock.clone(),
-            )),
+            "moka" => Arc::new(MokaRateLimiter::new(limits, args.limiter_capacity, clock.clone())),
+            _ => Arc::new(MemoryRateLimiter::new(limits, args.limiter_capacity, clock.clone())),
         },
         limits,
         clock,
-        config: Arc::new(api_config(args)),
+        config: Arc::new(api_config(&args.document, &args.trusted_proxies)),
     })
 }
 
 /// The OpenAPI document, as the server would serve it.
-pub fn openapi_document(cli: &Cli) -> anyhow::Result<String> {
-    let args = match &cli.command {
-        Some(Command::Serve(args)) => args,
-        _ => &cli.serve,
+pub fn openapi_document(cli: &Cli, document: &DocumentArgs) -> String {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let limits = LimitPolicy::default();
+    let state = AppState {
+        pets: PetService::new(Arc::new(MemoryPetRepository::new())),
+        keys: KeyService::new(Arc::new(MemoryApiKeyStore::new()), clock.clone(), cli.environment),
+        limiter: Arc::new(MemoryRateLimiter::new(limits, 1, clock.clone())),
+        limits,
+        clock,
+        config: Arc::new(api_config(document, &[])),
     };
-    let stores = Stores::Memory {
-        pets: Arc::new(MemoryPetRepository::new()),
-        keys: Arc::new(MemoryApiKeyStore::new()),
-    };
-    Ok(animal_store_api::openapi_document(&state(
-        args, cli, &stores,
-    )?))
+    animal_store_api::openapi_document(&state)
 }
 
 /// Runs the server.
 pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
-    let stores = Stores::open(&cli.database_url)
-        .await
-        .map_err(Failure::Startup)?;
+    let stores = Stores::open(&cli.database_url).await.map_err(Failure::Startup)?;
     let started = async {
         let state = state(args, cli, &stores)?;
         greet(&stores, &state.keys).await?;
@@ -110,11 +100,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             return Err(Failure::Startup(err));
         }
     };
-    for addr in acceptor
-        .local_addr()
-        .iter()
-        .filter_map(|a| a.as_socket_addr())
-    {
+    for addr in acceptor.local_addr().iter().filter_map(|a| a.as_socket_addr()) {
         tracing::info!("listening on http://{addr}");
     }
     let served = Server::new_with_acceptor(acceptor)
@@ -135,21 +121,10 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
 /// another process, issues one for this run.
 async fn greet(stores: &Stores, keys: &KeyService) -> anyhow::Result<()> {
     if stores.is_memory() {
-        let issued = keys
-            .issue(None, Plan::Free)
-            .await
-            .context("cannot issue the demo key")?;
+        let issued = keys.issue(None, Plan::Free).await.context("cannot issue the demo key")?;
         tracing::warn!(key_id = %issued.key.id, "memory:// keeps nothing; a free-plan key was issued for this run only");
-        eprintln!(
-            "demo API key (free plan, this run only): {}",
-            issued.secret.expose()
-        );
-    } else if keys
-        .list()
-        .await
-        .context("cannot read the API keys")?
-        .is_empty()
-    {
+        eprintln!("demo API key (free plan, this run only): {}", issued.secret.expose());
+    } else if keys.list().await.context("cannot read the API keys")?.is_empty() {
         tracing::info!("no API keys yet: issue one with `animal-store keys create --plan free`");
     }
     Ok(())

@@ -31,9 +31,7 @@ impl Stores {
         let db = Database::connect(url)
             .await
             .with_context(|| format!("cannot open the database {}", redact(url)))?;
-        db.migrate()
-            .await
-            .context("cannot bring the database schema up to date")?;
+        db.migrate().await.context("cannot bring the database schema up to date")?;
         Ok(Self::Sql(db))
     }
 
@@ -86,10 +84,7 @@ mod tests {
 
     #[test]
     fn passwords_are_redacted() {
-        assert_eq!(
-            redact("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact("sqlite://a.db"), "sqlite://a.db");
     }

@@ -53,9 +53,7 @@ impl FromStr for Environment {
         match s {
             "production" => Ok(Self::Production),
             "staging" => Ok(Self::Staging),
-            other => Err(format!(
-                "unknown environment {other:?}: expected production or staging"
-            )),
+            other => Err(format!("unknown environment {other:?}: expected production or staging")),
         }
     }
 }
@@ -84,10 +82,7 @@ impl KeyId {
     ///
     /// [`InvalidKeyId`] when `id` is not 12 lowercase letters and digits.
     pub fn parse(id: &str) -> Result<Self, InvalidKeyId> {
-        if id.len() == Self::LEN
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        if id.len() == Self::LEN && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         {
             Ok(Self(id.to_owned()))
         } else {
@@ -167,11 +162,8 @@ impl ApiKeySecret {
     pub fn generate(environment: Environment) -> (KeyId, Self) {
         let mut rng = rand::rng();
         let id = KeyId::generate(&mut rng);
-        let secret: String = (&mut rng)
-            .sample_iter(Alphanumeric)
-            .take(Self::SECRET_LEN)
-            .map(char::from)
-            .collect();
+        let secret: String =
+            (&mut rng).sample_iter(Alphanumeric).take(Self::SECRET_LEN).map(char::from).collect();
         let key = format!("{}{id}_{secret}", environment.key_prefix());
         (id, Self(key))
     }
@@ -216,11 +208,7 @@ impl PresentedKey {
         if !well_formed {
             return None;
         }
-        Some(Self {
-            environment,
-            id: KeyId::parse(id).ok()?,
-            digest: KeyDigest::of(key),
-        })
+        Some(Self { environment, id: KeyId::parse(id).ok()?, digest: KeyDigest::of(key) })
     }
 }
 
@@ -243,11 +231,7 @@ impl KeyName {
         let ok = !name.trim().is_empty()
             && name.chars().count() <= 100
             && !name.chars().any(char::is_control);
-        if ok {
-            Ok(Self(name.to_owned()))
-        } else {
-            Err(KeyNameError)
-        }
+        if ok { Ok(Self(name.to_owned())) } else { Err(KeyNameError) }
     }
 
     /// The name as text.

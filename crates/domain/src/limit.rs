@@ -104,11 +104,7 @@ impl Decision {
     /// The window that binds: the one with the fewest requests left; on a tie, the one that
     /// resets later.
     pub fn binding(&self) -> WindowUsage {
-        if self.day.remaining <= self.minute.remaining {
-            self.day
-        } else {
-            self.minute
-        }
+        if self.day.remaining <= self.minute.remaining { self.day } else { self.minute }
     }
 
     /// Whether the request goes through.
@@ -196,15 +192,9 @@ impl LimitState {
                 let day_full = self.day_count >= per_day;
                 // The window that must reset for a request to pass: the day if it is full
                 // (it resets later), else the minute.
-                let reset = if day_full {
-                    day_start + DAY
-                } else {
-                    minute_start + MINUTE
-                };
+                let reset = if day_full { day_start + DAY } else { minute_start + MINUTE };
                 debug_assert!(minute_full || day_full);
-                Verdict::Limited {
-                    retry_after: (reset - now).max(1),
-                }
+                Verdict::Limited { retry_after: (reset - now).max(1) }
             }
         };
         let usage = |limit: u32, count: u32, start: u64, length: u64| WindowUsage {
@@ -227,6 +217,18 @@ impl LimitState {
         decision
     }
 
+    /// The decision a request would get at `now`, without counting it.
+    pub fn peek(
+        &self,
+        quota: Quota,
+        policy: &LimitPolicy,
+        suspendable: bool,
+        now: u64,
+    ) -> Decision {
+        let mut scratch = *self;
+        scratch.check(quota, policy, suspendable, now)
+    }
+
     /// The last instant (Unix seconds) at which this state still matters: the end of its
     /// day window or of its suspension, whichever is later. Stores may forget it afterwards.
     pub fn relevant_until(&self) -> u64 {
@@ -242,6 +244,9 @@ pub trait RateLimiter: Send + Sync + 'static {
     /// admitted. Atomic per subject: however many requests of one subject arrive at once, no
     /// more than its quota are admitted.
     async fn check(&self, subject: &Subject, quota: Quota) -> Decision;
+
+    /// The decision a request of `subject` would get now, without counting it.
+    async fn peek(&self, subject: &Subject, quota: Quota) -> Decision;
 }
 
 #[cfg(test)]
@@ -294,20 +299,14 @@ mod tests {
         let mut state = LimitState::default();
         let start = MIDNIGHT + DAY - 120;
         for i in 0..50 {
-            assert!(
-                state
-                    .check(quota(1000, 50), &policy, true, start + i)
-                    .is_admitted()
-            );
+            assert!(state.check(quota(1000, 50), &policy, true, start + i).is_admitted());
         }
         let d = state.check(quota(1000, 50), &policy, true, start + 60);
         assert_eq!(d.verdict, Verdict::Limited { retry_after: 60 });
         assert_eq!(d.binding(), d.day);
         assert_eq!(d.binding().reset, MIDNIGHT + DAY);
         assert!(
-            state
-                .check(quota(1000, 50), &policy, true, MIDNIGHT + DAY)
-                .is_admitted(),
+            state.check(quota(1000, 50), &policy, true, MIDNIGHT + DAY).is_admitted(),
             "a new UTC day"
         );
     }
@@ -335,30 +334,15 @@ mod tests {
         assert!(state.check(q, &policy, true, now).is_admitted());
         // The first refusal and 30 further ones are merely limited...
         for _ in 0..31 {
-            assert!(matches!(
-                state.check(q, &policy, true, now).verdict,
-                Verdict::Limited { .. }
-            ));
+            assert!(matches!(state.check(q, &policy, true, now).verdict, Verdict::Limited { .. }));
         }
         // ...the 31st further one suspends.
         let d = state.check(q, &policy, true, now);
-        assert_eq!(
-            d.verdict,
-            Verdict::Suspended {
-                until: now + 900,
-                retry_after: 900
-            }
-        );
+        assert_eq!(d.verdict, Verdict::Suspended { until: now + 900, retry_after: 900 });
         assert_eq!((d.minute.remaining, d.day.remaining), (0, 0));
         // Even a new minute does not lift it...
         let d = state.check(q, &policy, true, now + 899);
-        assert_eq!(
-            d.verdict,
-            Verdict::Suspended {
-                until: now + 900,
-                retry_after: 1
-            }
-        );
+        assert_eq!(d.verdict, Verdict::Suspended { until: now + 900, retry_after: 1 });
         // ...its end does.
         assert!(state.check(q, &policy, true, now + 900).is_admitted());
     }

@@ -109,11 +109,7 @@ impl CategoryId {
     ///
     /// [`CategoryIdError`] when `id` is zero or negative.
     pub const fn new(id: i64) -> Result<Self, CategoryIdError> {
-        if id >= 1 {
-            Ok(Self(id))
-        } else {
-            Err(CategoryIdError(id))
-        }
+        if id >= 1 { Ok(Self(id)) } else { Err(CategoryIdError(id)) }
     }
 
     /// The id as an integer.
@@ -197,12 +193,7 @@ pub struct Pet {
 impl Pet {
     /// The pet that `new` becomes once the store has given it `id`.
     pub fn from_new(id: PetId, new: NewPet) -> Self {
-        Self {
-            id,
-            name: new.name,
-            category_id: new.category_id,
-            status: new.status,
-        }
+        Self { id, name: new.name, category_id: new.category_id, status: new.status }
     }
 }
 
@@ -259,18 +250,9 @@ mod tests {
         assert_eq!(PetName::new("   "), Err(PetNameError::Blank));
         assert_eq!(PetName::new("a\nb"), Err(PetNameError::ControlCharacter));
         assert_eq!(PetName::new("a\u{0}"), Err(PetNameError::ControlCharacter));
-        assert_eq!(
-            PetName::new(&"x".repeat(101)),
-            Err(PetNameError::TooLong(101))
-        );
-        assert_eq!(
-            PetName::new(&"é".repeat(100)).map(|n| n.as_str().chars().count()),
-            Ok(100)
-        );
-        assert_eq!(
-            PetName::new(" Rex ").map(|n| n.to_string()),
-            Ok(" Rex ".to_owned())
-        );
+        assert_eq!(PetName::new(&"x".repeat(101)), Err(PetNameError::TooLong(101)));
+        assert_eq!(PetName::new(&"é".repeat(100)).map(|n| n.as_str().chars().count()), Ok(100));
+        assert_eq!(PetName::new(" Rex ").map(|n| n.to_string()), Ok(" Rex ".to_owned()));
     }
 
     #[test]

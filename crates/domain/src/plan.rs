@@ -25,10 +25,7 @@ impl Quota {
     /// [`PlanError::ZeroQuota`] when either count is zero.
     pub fn new(per_minute: u32, per_day: u32) -> Result<Self, PlanError> {
         match (NonZeroU32::new(per_minute), NonZeroU32::new(per_day)) {
-            (Some(per_minute), Some(per_day)) => Ok(Self {
-                per_minute,
-                per_day,
-            }),
+            (Some(per_minute), Some(per_day)) => Ok(Self { per_minute, per_day }),
             _ => Err(PlanError::ZeroQuota),
         }
     }
@@ -45,10 +42,7 @@ impl Quota {
 
     const fn fixed(per_minute: u32, per_day: u32) -> Self {
         match (NonZeroU32::new(per_minute), NonZeroU32::new(per_day)) {
-            (Some(per_minute), Some(per_day)) => Self {
-                per_minute,
-                per_day,
-            },
+            (Some(per_minute), Some(per_day)) => Self { per_minute, per_day },
             _ => panic!("a fixed quota is positive"),
         }
     }
@@ -161,42 +155,21 @@ mod tests {
     fn fixed_plans_have_the_quotas_of_the_contract() {
         assert_eq!(counts(Plan::new("free", None, None).unwrap()), (60, 1_000));
         assert_eq!(counts(Plan::new("pro", None, None).unwrap()), (300, 10_000));
-        assert_eq!(
-            counts(Plan::new("business", None, None).unwrap()),
-            (1_000, 100_000)
-        );
+        assert_eq!(counts(Plan::new("business", None, None).unwrap()), (1_000, 100_000));
     }
 
     #[test]
     fn enterprise_needs_both_limits_and_fixed_plans_take_none() {
-        assert_eq!(
-            counts(Plan::new("enterprise", Some(5), Some(50)).unwrap()),
-            (5, 50)
-        );
-        assert_eq!(
-            Plan::new("enterprise", Some(5), None),
-            Err(PlanError::MissingEnterpriseLimits)
-        );
-        assert_eq!(
-            Plan::new("enterprise", None, None),
-            Err(PlanError::MissingEnterpriseLimits)
-        );
-        assert_eq!(
-            Plan::new("enterprise", Some(0), Some(1)),
-            Err(PlanError::ZeroQuota)
-        );
+        assert_eq!(counts(Plan::new("enterprise", Some(5), Some(50)).unwrap()), (5, 50));
+        assert_eq!(Plan::new("enterprise", Some(5), None), Err(PlanError::MissingEnterpriseLimits));
+        assert_eq!(Plan::new("enterprise", None, None), Err(PlanError::MissingEnterpriseLimits));
+        assert_eq!(Plan::new("enterprise", Some(0), Some(1)), Err(PlanError::ZeroQuota));
         assert_eq!(
             Plan::new("free", Some(10), None),
             Err(PlanError::CustomLimitsNotAllowed("free"))
         );
-        assert_eq!(
-            Plan::new("pro", None, Some(10)),
-            Err(PlanError::CustomLimitsNotAllowed("pro"))
-        );
-        assert!(matches!(
-            Plan::new("gold", None, None),
-            Err(PlanError::UnknownPlan(_))
-        ));
+        assert_eq!(Plan::new("pro", None, Some(10)), Err(PlanError::CustomLimitsNotAllowed("pro")));
+        assert!(matches!(Plan::new("gold", None, None), Err(PlanError::UnknownPlan(_))));
     }
 
     proptest! {

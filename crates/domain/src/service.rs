@@ -132,11 +132,7 @@ impl KeyService {
         clock: Arc<dyn Clock>,
         environment: Environment,
     ) -> Self {
-        Self {
-            keys,
-            clock,
-            environment,
-        }
+        Self { keys, clock, environment }
     }
 
     /// The environment whose keys this service issues and accepts.
@@ -240,8 +236,7 @@ impl KeyService {
 
 fn is_stale(last_used_at: Option<SystemTime>, now: SystemTime) -> bool {
     last_used_at.is_none_or(|at| {
-        now.duration_since(at)
-            .is_ok_and(|age| age >= KeyService::LAST_USED_RESOLUTION)
+        now.duration_since(at).is_ok_and(|age| age >= KeyService::LAST_USED_RESOLUTION)
     })
 }
 

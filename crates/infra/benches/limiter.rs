@@ -4,10 +4,7 @@
 //! Run with `cargo bench -p animal-store-infra --bench limiter`. The quota is large enough
 //! that every request is admitted: the measured path is the common one.
 
-#![expect(
-    missing_docs,
-    reason = "criterion's macros generate undocumented functions"
-)]
+#![expect(missing_docs, reason = "criterion's macros generate undocumented functions")]
 
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
@@ -34,11 +31,7 @@ fn limiter(adapter: &str) -> Limiter {
 
 fn decide(limiter: &Limiter, subject: &Subject, quota: Quota) -> bool {
     // Both adapters never wait: their futures are ready at the first poll.
-    limiter
-        .check(subject, quota)
-        .now_or_never()
-        .expect("ready at once")
-        .is_admitted()
+    limiter.check(subject, quota).now_or_never().expect("ready at once").is_admitted()
 }
 
 /// Runs `iters` decisions split over two threads and returns the wall-clock time, so the

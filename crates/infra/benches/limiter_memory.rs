@@ -36,10 +36,7 @@ fn measure(adapter: &str) {
     let started = Instant::now();
     for n in 0..KEYS {
         let subject = Subject::Key(KeyId::parse(&format!("{n:012}")).expect("a valid id"));
-        let decision = limiter
-            .check(&subject, quota)
-            .now_or_never()
-            .expect("ready at once");
+        let decision = limiter.check(&subject, quota).now_or_never().expect("ready at once");
         assert!(decision.is_admitted());
     }
     let elapsed = started.elapsed();

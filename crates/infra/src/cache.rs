@@ -35,10 +35,7 @@ impl CachedApiKeyStore {
                 .max_capacity(Self::CAPACITY)
                 .time_to_live(Self::TTL)
                 .build(),
-            digests: Cache::builder()
-                .max_capacity(Self::CAPACITY)
-                .time_to_live(Self::TTL)
-                .build(),
+            digests: Cache::builder().max_capacity(Self::CAPACITY).time_to_live(Self::TTL).build(),
         }
     }
 
@@ -63,9 +60,7 @@ impl ApiKeyStore for CachedApiKeyStore {
             .try_get_with(*digest.as_bytes(), self.inner.find_by_digest(digest))
             .await;
         if let Ok(Some(key)) = &found {
-            self.digests
-                .insert(key.id.clone(), *digest.as_bytes())
-                .await;
+            self.digests.insert(key.id.clone(), *digest.as_bytes()).await;
         }
         found.map_err(|err| match Arc::try_unwrap(err) {
             Ok(err) => err,

@@ -24,9 +24,7 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock standing at `now`.
     pub fn new(now: SystemTime) -> Self {
-        Self {
-            now: Arc::new(Mutex::new(now)),
-        }
+        Self { now: Arc::new(Mutex::new(now)) }
     }
 
     /// A clock standing `secs` seconds after the Unix epoch.

@@ -29,12 +29,8 @@ fn new_pet(name: &str, category: i64, status: PetStatus) -> NewPet {
 }
 
 /// Checks a [`PetRepository`] that starts empty.
-#[expect(clippy::too_many_lines, reason = "one suite reads best top to bottom")]
 pub async fn pet_repository(repo: &dyn PetRepository) {
-    assert!(
-        repo.list(None, None, 100).await.expect("list").is_empty(),
-        "a new store is empty"
-    );
+    assert!(repo.list(None, None, 100).await.expect("list").is_empty(), "a new store is empty");
     assert!(
         repo.get(PetId::new(1)).await.expect("get").is_none(),
         "nothing to get in an empty store"
@@ -45,25 +41,14 @@ pub async fn pet_repository(repo: &dyn PetRepository) {
     let mut created = Vec::new();
     for i in 0..12_i64 {
         let status = statuses[usize::try_from(i).expect("small") % 3];
-        let pet = repo
-            .create(new_pet(&format!("Pet {i} é🐾"), i + 1, status))
-            .await
-            .expect("create");
-        assert_eq!(
-            pet.name.as_str(),
-            format!("Pet {i} é🐾"),
-            "the name is kept verbatim"
-        );
+        let pet =
+            repo.create(new_pet(&format!("Pet {i} é🐾"), i + 1, status)).await.expect("create");
+        assert_eq!(pet.name.as_str(), format!("Pet {i} é🐾"), "the name is kept verbatim");
         assert_eq!(pet.category_id.get(), i + 1);
         assert_eq!(pet.status, status);
         if let Some(previous) = created.last() {
             let previous: &animal_store_domain::Pet = previous;
-            assert!(
-                pet.id > previous.id,
-                "ids grow: {} after {}",
-                pet.id,
-                previous.id
-            );
+            assert!(pet.id > previous.id, "ids grow: {} after {}", pet.id, previous.id);
         }
         created.push(pet);
     }
@@ -81,10 +66,7 @@ pub async fn pet_repository(repo: &dyn PetRepository) {
         repo.get(PetId::new(max + 1)).await.expect("get").is_none(),
         "an unknown id finds nothing"
     );
-    assert!(
-        repo.get(PetId::new(-1)).await.expect("get").is_none(),
-        "a negative id finds nothing"
-    );
+    assert!(repo.get(PetId::new(-1)).await.expect("get").is_none(), "a negative id finds nothing");
 
     // Listing is by id ascending, honours the limit, the cursor and the status filter.
     assert_eq!(
@@ -92,29 +74,18 @@ pub async fn pet_repository(repo: &dyn PetRepository) {
         created,
         "all pets by id ascending"
     );
-    assert_eq!(
-        repo.list(None, None, 5).await.expect("list"),
-        created[..5],
-        "limit caps the page"
-    );
+    assert_eq!(repo.list(None, None, 5).await.expect("list"), created[..5], "limit caps the page");
     assert_eq!(
         repo.list(None, Some(created[4].id), 3).await.expect("list"),
         created[5..8],
         "after starts just past the cursor"
     );
     assert!(
-        repo.list(None, Some(PetId::new(max)), 10)
-            .await
-            .expect("list")
-            .is_empty(),
+        repo.list(None, Some(PetId::new(max)), 10).await.expect("list").is_empty(),
         "nothing after the last pet"
     );
     for status in statuses {
-        let expected: Vec<_> = created
-            .iter()
-            .filter(|p| p.status == status)
-            .cloned()
-            .collect();
+        let expected: Vec<_> = created.iter().filter(|p| p.status == status).cloned().collect();
         assert_eq!(
             repo.list(Some(status), None, 100).await.expect("list"),
             expected,
@@ -133,16 +104,10 @@ pub async fn pet_repository(repo: &dyn PetRepository) {
         (0..40).map(|i| repo.create(new_pet(&format!("Racer {i}"), 7, PetStatus::Pending))),
     )
     .await;
-    let ids: BTreeSet<_> = concurrent
-        .iter()
-        .map(|r| r.as_ref().expect("concurrent create").id)
-        .collect();
+    let ids: BTreeSet<_> =
+        concurrent.iter().map(|r| r.as_ref().expect("concurrent create").id).collect();
     assert_eq!(ids.len(), 40, "concurrent creations get distinct ids");
-    assert_eq!(
-        repo.list(None, None, 100).await.expect("list").len(),
-        52,
-        "every pet is kept"
-    );
+    assert_eq!(repo.list(None, None, 100).await.expect("list").len(), 52, "every pet is kept");
 }
 
 fn key(plan: Plan, name: Option<&str>, created_secs: u64) -> (ApiKey, ApiKeySecret) {
@@ -162,12 +127,8 @@ fn key(plan: Plan, name: Option<&str>, created_secs: u64) -> (ApiKey, ApiKeySecr
 }
 
 /// Checks an [`ApiKeyStore`] that starts empty.
-#[expect(clippy::too_many_lines, reason = "one suite reads best top to bottom")]
 pub async fn api_key_store(store: &dyn ApiKeyStore) {
-    assert!(
-        store.list().await.expect("list").is_empty(),
-        "a new store is empty"
-    );
+    assert!(store.list().await.expect("list").is_empty(), "a new store is empty");
 
     let enterprise = Plan::new("enterprise", Some(7), Some(70)).expect("a valid plan");
     let (free, free_secret) = key(Plan::Free, Some("ci bot"), 1_700_000_000);
@@ -177,28 +138,16 @@ pub async fn api_key_store(store: &dyn ApiKeyStore) {
 
     // Keys are found by digest, exactly as stored, plan and quota included.
     assert_eq!(
-        store
-            .find_by_digest(&free_secret.digest())
-            .await
-            .expect("find")
-            .as_ref(),
+        store.find_by_digest(&free_secret.digest()).await.expect("find").as_ref(),
         Some(&free)
     );
     assert_eq!(
-        store
-            .find_by_digest(&custom_secret.digest())
-            .await
-            .expect("find")
-            .as_ref(),
+        store.find_by_digest(&custom_secret.digest()).await.expect("find").as_ref(),
         Some(&custom)
     );
     let (_, stranger) = ApiKeySecret::generate(Environment::Production);
     assert!(
-        store
-            .find_by_digest(&stranger.digest())
-            .await
-            .expect("find")
-            .is_none(),
+        store.find_by_digest(&stranger.digest()).await.expect("find").is_none(),
         "unknown digests find nothing"
     );
     assert_eq!(
@@ -211,74 +160,45 @@ pub async fn api_key_store(store: &dyn ApiKeyStore) {
     let mut same_id = key(Plan::Pro, None, 1_700_000_200).0;
     same_id.id = free.id.clone();
     assert!(
-        matches!(
-            store.create(&same_id).await,
-            Err(RepositoryError::Duplicate)
-        ),
+        matches!(store.create(&same_id).await, Err(RepositoryError::Duplicate)),
         "a second key with the same id is a duplicate"
     );
     let mut same_digest = key(Plan::Pro, None, 1_700_000_200).0;
     same_digest.digest = free.digest.clone();
     assert!(
-        matches!(
-            store.create(&same_digest).await,
-            Err(RepositoryError::Duplicate)
-        ),
+        matches!(store.create(&same_digest).await, Err(RepositoryError::Duplicate)),
         "a second key with the same digest is a duplicate"
     );
-    assert_eq!(
-        store.list().await.expect("list").len(),
-        2,
-        "a refused key is not stored"
-    );
+    assert_eq!(store.list().await.expect("list").len(), 2, "a refused key is not stored");
 
     // Touch records the last use.
     let used = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_500);
     store.touch(&free.id, used).await.expect("touch");
-    let found = store
-        .find_by_digest(&free_secret.digest())
-        .await
-        .expect("find")
-        .expect("the key");
+    let found = store.find_by_digest(&free_secret.digest()).await.expect("find").expect("the key");
     assert_eq!(found.last_used_at, Some(used), "touch records the time");
 
     // Revocation keeps the first time and leaves other keys alone.
     let first = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_001_000);
-    let revoked = store
-        .revoke(&free.id, first)
-        .await
-        .expect("revoke")
-        .expect("the key exists");
+    let revoked = store.revoke(&free.id, first).await.expect("revoke").expect("the key exists");
     assert_eq!(revoked.revoked_at, Some(first));
     let again = store
         .revoke(&free.id, first + Duration::from_mins(1))
         .await
         .expect("revoke")
         .expect("the key exists");
-    assert_eq!(
-        again.revoked_at,
-        Some(first),
-        "revoking twice keeps the first time"
-    );
+    assert_eq!(again.revoked_at, Some(first), "revoking twice keeps the first time");
     let found = store
         .find_by_digest(&free_secret.digest())
         .await
         .expect("find")
         .expect("revoked keys are still found");
     assert_eq!(found.revoked_at, Some(first));
-    let other = store
-        .find_by_digest(&custom_secret.digest())
-        .await
-        .expect("find")
-        .expect("the key");
+    let other =
+        store.find_by_digest(&custom_secret.digest()).await.expect("find").expect("the key");
     assert_eq!(other.revoked_at, None, "other keys stay live");
     let unknown = KeyId::parse("zzzzzzzzzzzz").expect("a valid id");
     assert!(
-        store
-            .revoke(&unknown, first)
-            .await
-            .expect("revoke")
-            .is_none(),
+        store.revoke(&unknown, first).await.expect("revoke").is_none(),
         "revoking an unknown id finds nothing"
     );
 }
@@ -288,7 +208,6 @@ pub const LIMITER_EPOCH: u64 = 1_795_305_600;
 
 /// Checks a [`RateLimiter`]. `make` builds a fresh limiter on the given clock and policy;
 /// the suite moves the clock itself.
-#[expect(clippy::too_many_lines, reason = "one suite reads best top to bottom")]
 pub async fn rate_limiter<F>(make: F)
 where
     F: Fn(Arc<dyn Clock>, LimitPolicy) -> Arc<dyn RateLimiter>,
@@ -303,11 +222,7 @@ where
     let limiter = make(Arc::new(clock.clone()), policy);
     for expected in (0..60).rev() {
         let d = limiter.check(&key(1), free).await;
-        assert!(
-            d.is_admitted(),
-            "request {} of 60 is admitted",
-            60 - expected
-        );
+        assert!(d.is_admitted(), "request {} of 60 is admitted", 60 - expected);
         assert_eq!(d.minute.remaining, expected);
         assert_eq!(d.binding(), d.minute);
     }
@@ -318,17 +233,15 @@ where
             Verdict::Limited { retry_after: 45 },
             "limited until the minute ends"
         );
-        assert_eq!(
-            (d.minute.remaining, d.day.remaining),
-            (0, 940),
-            "refusals are not counted"
-        );
+        assert_eq!((d.minute.remaining, d.day.remaining), (0, 940), "refusals are not counted");
         assert_eq!(d.binding().reset, LIMITER_EPOCH + 3_660);
     }
-    assert!(
-        limiter.check(&key(2), free).await.is_admitted(),
-        "other subjects are counted apart"
-    );
+    let peeked = limiter.peek(&key(1), free).await;
+    assert!(matches!(peeked.verdict, Verdict::Limited { .. }), "peek sees the limit");
+    let fresh = limiter.peek(&key(2), free).await;
+    assert!(fresh.is_admitted() && fresh.minute.remaining == 59, "peek on a new subject");
+    assert!(limiter.check(&key(2), free).await.is_admitted(), "other subjects are counted apart");
+    assert_eq!(limiter.peek(&key(2), free).await.minute.remaining, 58, "peek counts nothing");
     clock.advance(Duration::from_secs(45));
     let d = limiter.check(&key(1), free).await;
     assert!(d.is_admitted(), "the next minute has room");
@@ -357,53 +270,38 @@ where
 
     // Calling on while limited suspends a key; the suspension ends on time.
     let clock = ManualClock::at_unix(LIMITER_EPOCH + 7_200);
-    let strict = LimitPolicy {
-        suspend_after: 3,
-        suspension: Duration::from_secs(600),
-        ..policy
-    };
+    let strict = LimitPolicy { suspend_after: 3, suspension: Duration::from_secs(600), ..policy };
     let limiter = make(Arc::new(clock.clone()), strict);
     let tiny = Quota::new(1, 100).expect("a quota");
     assert!(limiter.check(&key(4), tiny).await.is_admitted());
+    for _ in 0..10 {
+        let peeked = limiter.peek(&key(4), tiny).await;
+        assert!(
+            matches!(peeked.verdict, Verdict::Limited { .. }),
+            "peeks are not refusals, so they never suspend"
+        );
+    }
     for _ in 0..4 {
-        assert!(matches!(
-            limiter.check(&key(4), tiny).await.verdict,
-            Verdict::Limited { .. }
-        ));
+        assert!(matches!(limiter.check(&key(4), tiny).await.verdict, Verdict::Limited { .. }));
     }
     let d = limiter.check(&key(4), tiny).await;
-    assert_eq!(
-        d.verdict,
-        Verdict::Suspended {
-            until: LIMITER_EPOCH + 7_800,
-            retry_after: 600
-        }
-    );
+    assert_eq!(d.verdict, Verdict::Suspended { until: LIMITER_EPOCH + 7_800, retry_after: 600 });
     assert_eq!(d.binding().remaining, 0);
     clock.advance(Duration::from_secs(599));
     let d = limiter.check(&key(4), tiny).await;
     assert_eq!(
         d.verdict,
-        Verdict::Suspended {
-            until: LIMITER_EPOCH + 7_800,
-            retry_after: 1
-        },
+        Verdict::Suspended { until: LIMITER_EPOCH + 7_800, retry_after: 1 },
         "still suspended"
     );
     clock.advance(Duration::from_secs(1));
-    assert!(
-        limiter.check(&key(4), tiny).await.is_admitted(),
-        "the suspension is over"
-    );
+    assert!(limiter.check(&key(4), tiny).await.is_admitted(), "the suspension is over");
 
     // Addresses are limited, never suspended.
     let address = Subject::Address(std::net::IpAddr::from([127, 0, 0, 1]));
     for i in 0..100 {
         let d = limiter.check(&address, strict.per_address).await;
-        assert!(
-            !matches!(d.verdict, Verdict::Suspended { .. }),
-            "request {i}"
-        );
+        assert!(!matches!(d.verdict, Verdict::Suspended { .. }), "request {i}");
         assert_eq!(d.is_admitted(), i < 60);
     }
 
@@ -419,8 +317,5 @@ where
     for task in tasks {
         admitted += usize::from(task.await.expect("a task"));
     }
-    assert_eq!(
-        admitted, 60,
-        "200 concurrent requests admit exactly the quota"
-    );
+    assert_eq!(admitted, 60, "200 concurrent requests admit exactly the quota");
 }

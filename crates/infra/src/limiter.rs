@@ -41,6 +41,10 @@ impl CounterKey {
         }
         Self(bytes)
     }
+
+    fn is_key(self) -> bool {
+        self.0[0] == 1
+    }
 }
 
 type SharedState = Arc<Mutex<LimitState>>;
@@ -95,15 +99,10 @@ impl MokaRateLimiter {
 
     /// A limiter applying `policy`, keeping at most `capacity` subjects, on `clock`.
     pub fn new(policy: LimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
-        let expiry = UntilWindowsEnd {
-            clock: clock.clone(),
-            slack: policy.suspension.as_secs() + 60,
-        };
+        let expiry =
+            UntilWindowsEnd { clock: clock.clone(), slack: policy.suspension.as_secs() + 60 };
         Self {
-            states: Cache::builder()
-                .max_capacity(capacity)
-                .expire_after(expiry)
-                .build(),
+            states: Cache::builder().max_capacity(capacity).expire_after(expiry).build(),
             policy,
             clock,
         }
@@ -124,12 +123,20 @@ impl MokaRateLimiter {
 #[async_trait]
 impl RateLimiter for MokaRateLimiter {
     async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
-        let state = self
-            .states
-            .get_with(CounterKey::of(subject), SharedState::default);
+        let state = self.states.get_with(CounterKey::of(subject), SharedState::default);
         let now = unix_seconds(self.clock.now());
         let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
         state.check(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
+    }
+
+    async fn peek(&self, subject: &Subject, quota: Quota) -> Decision {
+        let state = self
+            .states
+            .get(&CounterKey::of(subject))
+            .map(|state| *state.lock().unwrap_or_else(PoisonError::into_inner))
+            .unwrap_or_default();
+        let now = unix_seconds(self.clock.now());
+        state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
     }
 }
 
@@ -166,11 +173,12 @@ impl Shard {
             self.sweep_at = self.states.len() * 2;
         }
         if self.states.len() >= capacity {
-            // Full of live states: drop the one whose windows end first.
+            // Full of live states: drop a client address's before a key's, and of those the
+            // one whose windows end first.
             let soonest = self
                 .states
                 .iter()
-                .min_by_key(|(_, state)| state.relevant_until())
+                .min_by_key(|(key, state)| (key.is_key(), state.relevant_until()))
                 .map(|(key, _)| *key);
             if let Some(key) = soonest {
                 self.states.remove(&key);
@@ -192,16 +200,17 @@ impl MemoryRateLimiter {
         }
     }
 
+    fn shard(&self, key: CounterKey) -> std::sync::MutexGuard<'_, Shard> {
+        #[allow(clippy::cast_possible_truncation, reason = "only the low bits pick a shard")]
+        let index = self.hasher.hash_one(key) as usize % SHARDS;
+        self.shards[index].lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// How many subjects are kept.
     pub fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| {
-                s.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .states
-                    .len()
-            })
+            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).states.len())
             .sum()
     }
 
@@ -216,22 +225,18 @@ impl RateLimiter for MemoryRateLimiter {
     async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
         let key = CounterKey::of(subject);
         let now = unix_seconds(self.clock.now());
-        #[allow(
-            clippy::cast_possible_truncation,
-            reason = "only the low bits pick a shard"
-        )]
-        let shard = self.hasher.hash_one(key) as usize % SHARDS;
-        let mut shard = self.shards[shard]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut shard = self.shard(key);
         if !shard.states.contains_key(&key) {
             shard.make_room(now, self.shard_capacity);
         }
         let suspendable = matches!(subject, Subject::Key(_));
-        shard
-            .states
-            .entry(key)
-            .or_default()
-            .check(quota, &self.policy, suspendable, now)
+        shard.states.entry(key).or_default().check(quota, &self.policy, suspendable, now)
+    }
+
+    async fn peek(&self, subject: &Subject, quota: Quota) -> Decision {
+        let key = CounterKey::of(subject);
+        let now = unix_seconds(self.clock.now());
+        let state = self.shard(key).states.get(&key).copied().unwrap_or_default();
+        state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
     }
 }

@@ -37,12 +37,7 @@ impl PetRepository for MemoryPetRepository {
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
-        Ok(self
-            .pets
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&id)
-            .cloned())
+        Ok(self.pets.read().unwrap_or_else(PoisonError::into_inner).get(&id).cloned())
     }
 
     async fn list(
@@ -85,10 +80,7 @@ impl MemoryApiKeyStore {
 impl ApiKeyStore for MemoryApiKeyStore {
     async fn create(&self, key: &ApiKey) -> Result<(), RepositoryError> {
         let mut keys = self.keys.write().unwrap_or_else(PoisonError::into_inner);
-        if keys
-            .iter()
-            .any(|k| k.id == key.id || k.digest == key.digest)
-        {
+        if keys.iter().any(|k| k.id == key.id || k.digest == key.digest) {
             return Err(RepositoryError::Duplicate);
         }
         keys.push(key.clone());
@@ -101,11 +93,7 @@ impl ApiKeyStore for MemoryApiKeyStore {
     }
 
     async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
-        Ok(self
-            .keys
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone())
+        Ok(self.keys.read().unwrap_or_else(PoisonError::into_inner).clone())
     }
 
     async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError> {

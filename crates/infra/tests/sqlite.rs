@@ -23,9 +23,7 @@ async fn pets_survive_closing_and_reopening_and_migrations_run_once() {
     db.close().await;
 
     let db = file.open().await;
-    db.migrate()
-        .await
-        .expect("migrating an up-to-date database does nothing");
+    db.migrate().await.expect("migrating an up-to-date database does nothing");
     assert_eq!(db.pets().get(stored.id).await.expect("get"), Some(stored));
     let next = db.pets().create(pet(2)).await.expect("create");
     assert_eq!(next.id, PetId::new(2), "ids go on after a restart");
@@ -42,14 +40,8 @@ async fn the_database_file_is_created_when_missing() {
 
 #[tokio::test]
 async fn unsupported_urls_are_refused() {
-    let err = Database::connect("mysql://localhost/db")
-        .await
-        .err()
-        .expect("refused");
-    assert!(
-        err.to_string().contains("unsupported database URL"),
-        "{err}"
-    );
+    let err = Database::connect("mysql://localhost/db").await.err().expect("refused");
+    assert!(err.to_string().contains("unsupported database URL"), "{err}");
 }
 
 /// Sequential inserts are the worst case: one transaction, hence at least one WAL frame

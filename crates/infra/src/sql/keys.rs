@@ -39,8 +39,7 @@ impl SeaOrmApiKeyStore {
 }
 
 fn millis(at: SystemTime) -> i64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    at.duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn instant(millis: i64) -> SystemTime {
@@ -68,8 +67,7 @@ fn to_row(key: &ApiKey) -> api_key::ActiveModel {
 
 fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
     let limit = |n: Option<i64>| {
-        n.map(|n| u32::try_from(n).map_err(|e| corrupt("api_keys", e)))
-            .transpose()
+        n.map(|n| u32::try_from(n).map_err(|e| corrupt("api_keys", e))).transpose()
     };
     Ok(ApiKey {
         id: KeyId::parse(&row.id).map_err(|e| corrupt("api_keys", e))?,
@@ -81,10 +79,7 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
             .map_err(|e| corrupt("api_keys", e))?,
         plan: Plan::new(&row.plan, limit(row.per_minute)?, limit(row.per_day)?)
             .map_err(|e| corrupt("api_keys", e))?,
-        environment: row
-            .environment
-            .parse::<Environment>()
-            .map_err(|e| corrupt("api_keys", e))?,
+        environment: row.environment.parse::<Environment>().map_err(|e| corrupt("api_keys", e))?,
         digest: KeyDigest::from_bytes(&row.digest)
             .ok_or_else(|| corrupt("api_keys", "the digest is not 32 bytes"))?,
         created_at: instant(row.created_at),

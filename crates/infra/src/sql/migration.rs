@@ -80,9 +80,7 @@ impl MigrationTrait for CreatePets {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(Pets::Table).to_owned())
-            .await
+        manager.drop_table(Table::drop().table(Pets::Table).to_owned()).await
     }
 }
 
@@ -101,27 +99,13 @@ impl MigrationTrait for CreateApiKeys {
             .create_table(
                 Table::create()
                     .table(ApiKeys::Table)
-                    .col(
-                        ColumnDef::new(ApiKeys::Id)
-                            .string_len(32)
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(ApiKeys::Digest)
-                            .blob()
-                            .not_null()
-                            .unique_key(),
-                    )
+                    .col(ColumnDef::new(ApiKeys::Id).string_len(32).not_null().primary_key())
+                    .col(ColumnDef::new(ApiKeys::Digest).blob().not_null().unique_key())
                     .col(ColumnDef::new(ApiKeys::Name).string_len(400).null())
                     .col(ColumnDef::new(ApiKeys::Plan).string_len(16).not_null())
                     .col(ColumnDef::new(ApiKeys::PerMinute).big_integer().null())
                     .col(ColumnDef::new(ApiKeys::PerDay).big_integer().null())
-                    .col(
-                        ColumnDef::new(ApiKeys::Environment)
-                            .string_len(16)
-                            .not_null(),
-                    )
+                    .col(ColumnDef::new(ApiKeys::Environment).string_len(16).not_null())
                     .col(ColumnDef::new(ApiKeys::CreatedAt).big_integer().not_null())
                     .col(ColumnDef::new(ApiKeys::LastUsedAt).big_integer().null())
                     .col(ColumnDef::new(ApiKeys::RevokedAt).big_integer().null())
@@ -131,8 +115,6 @@ impl MigrationTrait for CreateApiKeys {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(ApiKeys::Table).to_owned())
-            .await
+        manager.drop_table(Table::drop().table(ApiKeys::Table).to_owned()).await
     }
 }

@@ -84,21 +84,12 @@ impl Database {
             // readers and writer must then share one connection.
             let in_memory = url.contains(":memory:") || url.contains("mode=memory");
             let writer = open_sqlite(url, 1).await?;
-            let readers = if in_memory {
-                writer.clone()
-            } else {
-                open_sqlite(url, 4).await?
-            };
+            let readers = if in_memory { writer.clone() } else { open_sqlite(url, 4).await? };
             (Backend::Sqlite, readers, writer)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let mut options = ConnectOptions::new(url);
-            options
-                .max_connections(8)
-                .acquire_timeout(ACQUIRE_TIMEOUT)
-                .sqlx_logging(false);
-            let pool = sea_orm::Database::connect(options)
-                .await
-                .map_err(DatabaseError::Connect)?;
+            options.max_connections(8).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
+            let pool = sea_orm::Database::connect(options).await.map_err(DatabaseError::Connect)?;
             (Backend::Postgres, pool.clone(), pool)
         } else {
             return Err(DatabaseError::UnsupportedUrl(url.to_owned()));
@@ -106,14 +97,7 @@ impl Database {
         let (stop_pet_writer, stop) = oneshot::channel();
         let (pets, pet_writer) =
             SeaOrmPetRepository::start(backend, readers.clone(), writer.clone(), stop);
-        Ok(Self {
-            backend,
-            readers,
-            writer,
-            pets,
-            stop_pet_writer,
-            pet_writer,
-        })
+        Ok(Self { backend, readers, writer, pets, stop_pet_writer, pet_writer })
     }
 
     /// Applies the migrations not applied yet.
@@ -123,9 +107,7 @@ impl Database {
     /// [`DatabaseError::Migrate`] when a migration fails; it is rolled back where the
     /// database allows.
     pub async fn migrate(&self) -> Result<(), DatabaseError> {
-        migration::Migrator::up(&self.writer, None)
-            .await
-            .map_err(DatabaseError::Migrate)
+        migration::Migrator::up(&self.writer, None).await.map_err(DatabaseError::Migrate)
     }
 
     /// Which server this is.
@@ -147,13 +129,7 @@ impl Database {
     /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
     /// WAL into the database file, so the next start does not replay it.
     pub async fn close(self) {
-        let Self {
-            readers,
-            writer,
-            stop_pet_writer,
-            pet_writer,
-            ..
-        } = self;
+        let Self { readers, writer, stop_pet_writer, pet_writer, .. } = self;
         // The writer may have ended already; then there is nothing to stop.
         let _ = stop_pet_writer.send(());
         if let Err(err) = pet_writer.await {
@@ -182,9 +158,7 @@ async fn open_sqlite(url: &str, connections: u32) -> Result<DatabaseConnection, 
                 .foreign_keys(true)
                 .pragma("journal_size_limit", SQLITE_JOURNAL_SIZE_LIMIT.to_string())
         });
-    sea_orm::Database::connect(options)
-        .await
-        .map_err(DatabaseError::Connect)
+    sea_orm::Database::connect(options).await.map_err(DatabaseError::Connect)
 }
 
 /// What a driver error means for the domain.
@@ -211,11 +185,7 @@ impl Failure {
                 .is_some_and(|code| code.parse::<i32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))),
             _ => false,
         };
-        if unavailable {
-            Self::Unavailable
-        } else {
-            Self::Backend
-        }
+        if unavailable { Self::Unavailable } else { Self::Backend }
     }
 
     fn with_source(
@@ -244,8 +214,5 @@ struct CorruptRow {
 }
 
 fn corrupt(table: &'static str, reason: impl std::fmt::Display) -> RepositoryError {
-    RepositoryError::Backend(Box::new(CorruptRow {
-        table,
-        reason: reason.to_string(),
-    }))
+    RepositoryError::Backend(Box::new(CorruptRow { table, reason: reason.to_string() }))
 }

@@ -104,9 +104,7 @@ async fn write_batch(backend: Backend, writer: &DatabaseConnection, batch: &mut 
         Ok(ids) => {
             for (insert, id) in batch.drain(..).zip(ids) {
                 // The requester may have hung up; the pet is stored all the same.
-                let _ = insert
-                    .reply
-                    .send(Ok(Pet::from_new(PetId::new(id), insert.pet)));
+                let _ = insert.reply.send(Ok(Pet::from_new(PetId::new(id), insert.pet)));
             }
         }
         Err(err) => {
@@ -114,9 +112,7 @@ async fn write_batch(backend: Backend, writer: &DatabaseConnection, batch: &mut 
             let failure = Failure::of(&err);
             let err = Arc::new(err);
             for insert in batch.drain(..) {
-                let _ = insert
-                    .reply
-                    .send(Err(failure.with_source(BatchFailed(Arc::clone(&err)))));
+                let _ = insert.reply.send(Err(failure.with_source(BatchFailed(Arc::clone(&err)))));
             }
         }
     }
@@ -171,10 +167,7 @@ fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
         id: PetId::new(row.id),
         name: PetName::new(&row.name).map_err(|e| corrupt("pets", e))?,
         category_id: CategoryId::new(row.category_id).map_err(|e| corrupt("pets", e))?,
-        status: row
-            .status
-            .parse::<PetStatus>()
-            .map_err(|e| corrupt("pets", e))?,
+        status: row.status.parse::<PetStatus>().map_err(|e| corrupt("pets", e))?,
     })
 }
 
@@ -186,9 +179,7 @@ impl PetRepository for SeaOrmPetRepository {
             .send(Insert { pet, reply })
             .await
             .map_err(|_| RepositoryError::Unavailable(Box::new(WriterStopped)))?;
-        stored
-            .await
-            .map_err(|_| RepositoryError::Unavailable(Box::new(WriterStopped)))?
+        stored.await.map_err(|_| RepositoryError::Unavailable(Box::new(WriterStopped)))?
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {

@@ -47,17 +47,13 @@ pub async fn fresh_postgres() -> Option<String> {
         return None;
     };
     let name = format!("t_{:016x}", rand::rng().random::<u64>());
-    let admin = sea_orm::Database::connect(&admin_url)
-        .await
-        .expect("connect to PostgreSQL");
+    let admin = sea_orm::Database::connect(&admin_url).await.expect("connect to PostgreSQL");
     admin
         .execute_unprepared(&format!("CREATE DATABASE {name}"))
         .await
         .expect("create a test database");
     admin.close().await.expect("close");
-    let base = admin_url
-        .rsplit_once('/')
-        .map_or(admin_url.as_str(), |(base, _)| base);
+    let base = admin_url.rsplit_once('/').map_or(admin_url.as_str(), |(base, _)| base);
     Some(format!("{base}/{name}"))
 }
 
