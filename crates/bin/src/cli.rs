@@ -172,12 +172,13 @@ pub fn parse() -> Cli {
         let misplaced = SERVE_OPTIONS
             .iter()
             .find(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine));
-        if let Some((_, flag)) = misplaced {
+        if let Some((id, flag)) = misplaced {
+            let commands = if id.ends_with("_url") { "`serve` or `openapi`" } else { "`serve`" };
             Cli::command()
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,
                     format!(
-                        "{flag} is an option of `serve`: write it after `serve`, or give no command"
+                        "{flag} is an option of {commands}: write it after the command, or give no command"
                     ),
                 )
                 .exit();
