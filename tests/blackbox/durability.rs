@@ -115,3 +115,43 @@ async fn every_acknowledged_pet_survives_kill_9() {
         assert_eq!(stored.get(id), Some(pet), "acknowledged pet {id} is lost or changed");
     }
 }
+
+/// A request under way when SIGTERM arrives is answered, and stored, before the server
+/// exits.
+#[tokio::test]
+async fn sigterm_lets_an_in_flight_request_finish() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let db = Db::sqlite();
+    let key = db.key("free");
+    let server = db.start();
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let body = r#"{"name":"Late","categoryId":3}"#;
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let head = format!(
+        "POST /v1/pets HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("write the head");
+    stream.write_all(&body.as_bytes()[..5]).await.expect("write part of the body");
+    stream.flush().await.expect("flush");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let pid = server.pid();
+    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    assert!(status.is_ok_and(|s| s.success()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stream.write_all(&body.as_bytes()[5..]).await.expect("the connection is still open");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answer))
+        .await
+        .expect("an answer within 10 s")
+        .expect("read");
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    assert!(server.stop(), "the server then exits cleanly");
+
+    let server = db.start();
+    let all = json(Client::new(&key).get(&server.url("/v1/pets")).await).await;
+    assert_eq!(all[0]["name"], "Late", "the in-flight pet was stored");
+}

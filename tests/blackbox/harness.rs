@@ -152,6 +152,10 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server at once, as a power cut would.
     pub fn kill(mut self) {
         self.child.kill().expect("kill");

@@ -169,12 +169,18 @@ pub async fn trace_request<E: Endpoint>(
         route = %route,
         request_id = %request_id,
         key_id = tracing::field::Empty,
+        status = tracing::field::Empty,
+        latency_us = tracing::field::Empty,
     );
     async move {
         let started = Instant::now();
         let mut response = respond(ep.as_ref(), req).await;
         let status = response.status();
         let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        // On the span too, for subscribers that export spans rather than events.
+        let span = tracing::Span::current();
+        span.record("status", status.as_u16());
+        span.record("latency_us", latency_us);
         if status.is_server_error() {
             tracing::error!(status = status.as_u16(), latency_us, "request failed");
         } else {
