@@ -25,4 +25,4 @@ pub use cache::CachedApiKeyStore;
 pub use clock::{FileClock, ManualClock, SystemClock};
 pub use limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
-pub use sql::{Database, DatabaseError, SeaOrmApiKeyStore, SeaOrmPetRepository};
+pub use sql::{Database, DatabaseError, DatabaseOptions, SeaOrmApiKeyStore, SeaOrmPetRepository};

@@ -1,9 +1,10 @@
 //! The API key store over SeaORM.
 //!
-//! Keys change rarely (an operator issues or revokes one; `last_used_at` moves at most once
-//! a minute per key), so writes go straight to the writer connection as single statements,
-//! without the pets' batching.
+//! Lookups go to the reader pool; every write (creation, revocation, last use) goes through
+//! the database's writer (see [`writer`](super::writer)), like the pets', so that a failed
+//! commit can never leave a connection holding SQLite's write lock.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use animal_store_domain::{
@@ -14,27 +15,21 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Set};
 
 use super::entity::api_key;
-use super::{corrupt, repository_error};
+use super::outage::Outage;
+use super::writer::Writer;
+use super::{corrupt, read};
 
 /// API keys in an SQL database.
 #[derive(Clone)]
 pub struct SeaOrmApiKeyStore {
     readers: DatabaseConnection,
-    writer: DatabaseConnection,
+    reads: Arc<Outage>,
+    writer: Writer,
 }
 
 impl SeaOrmApiKeyStore {
-    pub(super) fn new(readers: DatabaseConnection, writer: DatabaseConnection) -> Self {
-        Self { readers, writer }
-    }
-
-    async fn find(&self, id: &KeyId) -> Result<Option<ApiKey>, RepositoryError> {
-        api_key::Entity::find_by_id(id.as_str())
-            .one(&self.writer)
-            .await
-            .map_err(repository_error)?
-            .map(|row| to_key(&row))
-            .transpose()
+    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Outage>, writer: Writer) -> Self {
+        Self { readers, reads, writer }
     }
 }
 
@@ -91,30 +86,27 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
 #[async_trait]
 impl ApiKeyStore for SeaOrmApiKeyStore {
     async fn create(&self, key: &ApiKey) -> Result<(), RepositoryError> {
-        api_key::Entity::insert(to_row(key))
-            .exec_without_returning(&self.writer)
+        let row = to_row(key);
+        self.writer
+            .write(move |txn| {
+                Box::pin(async move {
+                    api_key::Entity::insert(row).exec_without_returning(txn).await.map(drop)
+                })
+            })
             .await
-            .map_err(repository_error)?;
-        Ok(())
     }
 
     async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
-        api_key::Entity::find()
-            .filter(api_key::Column::Digest.eq(digest.as_bytes().to_vec()))
-            .one(&self.readers)
-            .await
-            .map_err(repository_error)?
-            .map(|row| to_key(&row))
-            .transpose()
+        let query =
+            api_key::Entity::find().filter(api_key::Column::Digest.eq(digest.as_bytes().to_vec()));
+        read(&self.reads, query.one(&self.readers).await)?.map(|row| to_key(&row)).transpose()
     }
 
     async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
-        api_key::Entity::find()
+        let query = api_key::Entity::find()
             .order_by_asc(api_key::Column::CreatedAt)
-            .order_by_asc(api_key::Column::Id)
-            .all(&self.readers)
-            .await
-            .map_err(repository_error)?
+            .order_by_asc(api_key::Column::Id);
+        read(&self.reads, query.all(&self.readers).await)?
             .into_iter()
             .map(|row| to_key(&row))
             .collect()
@@ -122,23 +114,27 @@ impl ApiKeyStore for SeaOrmApiKeyStore {
 
     async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError> {
         // Only a live key gets a revocation time: revoking twice keeps the first one.
-        api_key::Entity::update_many()
+        let revoke = api_key::Entity::update_many()
             .col_expr(api_key::Column::RevokedAt, Expr::value(millis(at)))
             .filter(api_key::Column::Id.eq(id.as_str()))
-            .filter(api_key::Column::RevokedAt.is_null())
-            .exec(&self.writer)
-            .await
-            .map_err(repository_error)?;
-        self.find(id).await
+            .filter(api_key::Column::RevokedAt.is_null());
+        let find = api_key::Entity::find_by_id(id.as_str());
+        let row = self
+            .writer
+            .write(move |txn| {
+                Box::pin(async move {
+                    revoke.exec(txn).await?;
+                    find.one(txn).await
+                })
+            })
+            .await?;
+        row.map(|row| to_key(&row)).transpose()
     }
 
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
-        api_key::Entity::update_many()
+        let touch = api_key::Entity::update_many()
             .col_expr(api_key::Column::LastUsedAt, Expr::value(millis(at)))
-            .filter(api_key::Column::Id.eq(id.as_str()))
-            .exec(&self.writer)
-            .await
-            .map_err(repository_error)?;
-        Ok(())
+            .filter(api_key::Column::Id.eq(id.as_str()));
+        self.writer.write(move |txn| Box::pin(async move { touch.exec(txn).await.map(drop) })).await
     }
 }

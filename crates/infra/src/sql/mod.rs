@@ -4,19 +4,23 @@
 //!
 //! - SQLite (the default, a file beside the server): WAL journal, `synchronous=FULL` so an
 //!   acknowledged write survives `kill -9` and power loss, a busy timeout, a bounded WAL
-//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Two pools: up to four
-//!   readers, which WAL lets run beside the writer, and one writer connection, so the process
-//!   never fights itself for SQLite's single write lock.
-//! - PostgreSQL: one pool for both.
+//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Up to four readers,
+//!   which WAL lets run beside the writer, and one writer connection, so the process never
+//!   fights itself for SQLite's single write lock.
+//! - PostgreSQL: a pool of readers and one writer connection.
 //!
-//! Pets are written by one task that commits queued inserts together (group commit): one
-//! durable sync per batch instead of one per pet. See [`SeaOrmPetRepository`].
+//! Every write goes through one task, the writer, which owns the writer connection, commits
+//! queued writes together (group commit) and replaces its connection after any failure. See
+//! [`writer`](self::writer) for the invariant that keeps an acknowledged write stored.
 
 mod entity;
 mod keys;
 mod migration;
+mod outage;
 mod pets;
+mod writer;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use animal_store_domain::RepositoryError;
@@ -29,11 +33,15 @@ use tokio::task::JoinHandle;
 
 pub use keys::SeaOrmApiKeyStore;
 pub use pets::SeaOrmPetRepository;
+pub use writer::MAX_BATCH;
+
+use outage::Outage;
+use writer::Writer;
 
 /// Which database server a [`Database`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    /// An SQLite file (or in-memory database).
+    /// An SQLite file.
     Sqlite,
     /// A PostgreSQL server.
     Postgres,
@@ -53,14 +61,23 @@ pub enum DatabaseError {
     Migrate(#[source] DbErr),
 }
 
-/// An open database: its connection pools and the task that writes pets.
+/// How to open a database, beyond its URL.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DatabaseOptions {
+    /// SQLite only: the most pages (4 KiB each) the database file may hold, as
+    /// `PRAGMA max_page_count` on every connection. Past it, writes fail as they would on a
+    /// full disk: for rehearsing a full disk, and for tests.
+    pub sqlite_max_pages: Option<u32>,
+}
+
+/// An open database: its reader pool and the task that writes.
 pub struct Database {
-    backend: Backend,
+    connector: Connector,
     readers: DatabaseConnection,
-    writer: DatabaseConnection,
-    pets: SeaOrmPetRepository,
-    stop_pet_writer: oneshot::Sender<()>,
-    pet_writer: JoinHandle<()>,
+    reads: Arc<Outage>,
+    writer: Writer,
+    stop_writer: oneshot::Sender<()>,
+    writer_task: JoinHandle<()>,
 }
 
 /// How long a request waits for a pooled connection before the store counts as unavailable.
@@ -72,93 +89,144 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const SQLITE_JOURNAL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
 
 impl Database {
-    /// Opens the database `url` names: `sqlite://PATH` (created if missing),
-    /// `sqlite::memory:`, or `postgres://...`. Does not migrate: call [`Database::migrate`].
+    /// Opens the database `url` names: `sqlite://PATH` (created if missing) or
+    /// `postgres://...`. Does not migrate: call [`Database::migrate`].
     ///
     /// # Errors
     ///
     /// [`DatabaseError`] when the URL is not supported or the database cannot be opened.
     pub async fn connect(url: &str) -> Result<Self, DatabaseError> {
-        let (backend, readers, writer) = if url.starts_with("sqlite:") {
-            // Each connection to an in-memory SQLite database is a database of its own:
-            // readers and writer must then share one connection.
-            let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-            let writer = open_sqlite(url, 1).await?;
-            let readers = if in_memory { writer.clone() } else { open_sqlite(url, 4).await? };
-            (Backend::Sqlite, readers, writer)
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let mut options = ConnectOptions::new(url);
-            options.max_connections(8).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
-            let pool = sea_orm::Database::connect(options).await.map_err(DatabaseError::Connect)?;
-            (Backend::Postgres, pool.clone(), pool)
-        } else {
-            return Err(DatabaseError::UnsupportedUrl(url.to_owned()));
-        };
-        let (stop_pet_writer, stop) = oneshot::channel();
-        let (pets, pet_writer) =
-            SeaOrmPetRepository::start(backend, readers.clone(), writer.clone(), stop);
-        Ok(Self { backend, readers, writer, pets, stop_pet_writer, pet_writer })
+        Self::connect_with(url, DatabaseOptions::default()).await
     }
 
-    /// Applies the migrations not applied yet.
+    /// [`Database::connect`] with `options`.
+    ///
+    /// # Errors
+    ///
+    /// [`DatabaseError`] when the URL is not supported or the database cannot be opened.
+    pub async fn connect_with(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
+        let connector = Connector::new(url, options)?;
+        let readers = connector.open_readers().await.map_err(DatabaseError::Connect)?;
+        let (stop_writer, stop) = oneshot::channel();
+        let (writer, writer_task) = Writer::start(connector.clone(), stop);
+        let reads = Arc::new(Outage::new("reads"));
+        Ok(Self { connector, readers, reads, writer, stop_writer, writer_task })
+    }
+
+    /// Applies the migrations not applied yet, on a connection of their own.
     ///
     /// # Errors
     ///
     /// [`DatabaseError::Migrate`] when a migration fails; it is rolled back where the
     /// database allows.
     pub async fn migrate(&self) -> Result<(), DatabaseError> {
-        migration::Migrator::up(&self.writer, None).await.map_err(DatabaseError::Migrate)
+        let connection = self.connector.open(1, false).await.map_err(DatabaseError::Connect)?;
+        let migrated = migration::Migrator::up(&connection, None).await;
+        if let Err(err) = connection.close().await {
+            tracing::warn!(error = %err, "closing the migration connection failed");
+        }
+        migrated.map_err(DatabaseError::Migrate)
     }
 
     /// Which server this is.
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.connector.backend
     }
 
-    /// The pet repository over this database. Clones share the writer task.
+    /// The pet repository over this database. Clones share the writer.
     pub fn pets(&self) -> SeaOrmPetRepository {
-        self.pets.clone()
+        SeaOrmPetRepository::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
     }
 
     /// The API key store over this database.
     pub fn keys(&self) -> SeaOrmApiKeyStore {
-        SeaOrmApiKeyStore::new(self.readers.clone(), self.writer.clone())
+        SeaOrmApiKeyStore::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
     }
 
     /// Commits the writes already queued, then closes every connection; repositories handed
     /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
     /// WAL into the database file, so the next start does not replay it.
     pub async fn close(self) {
-        let Self { readers, writer, stop_pet_writer, pet_writer, .. } = self;
+        let Self { readers, stop_writer, writer_task, .. } = self;
         // The writer may have ended already; then there is nothing to stop.
-        let _ = stop_pet_writer.send(());
-        if let Err(err) = pet_writer.await {
-            tracing::error!(error = %err, "the pet writer task failed");
+        let _ = stop_writer.send(());
+        if let Err(err) = writer_task.await {
+            tracing::error!(error = %err, "the database writer task failed");
         }
-        for pool in [readers, writer] {
-            if let Err(err) = pool.close().await {
-                tracing::warn!(error = %err, "closing a database pool failed");
-            }
+        if let Err(err) = readers.close().await {
+            tracing::warn!(error = %err, "closing the database readers failed");
         }
     }
 }
 
-async fn open_sqlite(url: &str, connections: u32) -> Result<DatabaseConnection, DatabaseError> {
-    let mut options = ConnectOptions::new(url);
-    options
-        .max_connections(connections)
-        .min_connections(1)
-        .acquire_timeout(ACQUIRE_TIMEOUT)
-        .sqlx_logging(false)
-        .map_sqlx_sqlite_opts(|opts| {
-            opts.create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Full)
-                .busy_timeout(SQLITE_BUSY_TIMEOUT)
-                .foreign_keys(true)
-                .pragma("journal_size_limit", SQLITE_JOURNAL_SIZE_LIMIT.to_string())
-        });
-    sea_orm::Database::connect(options).await.map_err(DatabaseError::Connect)
+/// How to open connections to one database: the writer reopens its connection with it.
+#[derive(Clone)]
+struct Connector {
+    backend: Backend,
+    url: String,
+    options: DatabaseOptions,
+}
+
+impl Connector {
+    fn new(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
+        let backend = if url.starts_with("sqlite:") {
+            // Each connection to an in-memory SQLite database is a database of its own, so
+            // the writer's and the readers' would not see each other's data.
+            if url.contains(":memory:") || url.contains("mode=memory") {
+                return Err(DatabaseError::UnsupportedUrl(url.to_owned()));
+            }
+            Backend::Sqlite
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else {
+            return Err(DatabaseError::UnsupportedUrl(url.to_owned()));
+        };
+        Ok(Self { backend, url: url.to_owned(), options })
+    }
+
+    fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The reader pool: up to four connections on SQLite, eight on PostgreSQL, opened now so
+    /// that a database that cannot be opened is a start-up error.
+    async fn open_readers(&self) -> Result<DatabaseConnection, DbErr> {
+        match self.backend {
+            Backend::Sqlite => self.open(4, false).await,
+            Backend::Postgres => self.open(8, false).await,
+        }
+    }
+
+    /// A pool of exactly one connection for the writer, opened when first used. It is never
+    /// recycled for age or idleness: only a failure replaces it.
+    async fn open_writer(&self) -> Result<DatabaseConnection, DbErr> {
+        self.open(1, true).await
+    }
+
+    async fn open(&self, connections: u32, writer: bool) -> Result<DatabaseConnection, DbErr> {
+        let mut options = ConnectOptions::new(&self.url);
+        options.max_connections(connections).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
+        if writer {
+            options.min_connections(0).connect_lazy(true).idle_timeout(None).max_lifetime(None);
+        }
+        if self.backend == Backend::Sqlite {
+            let max_pages = self.options.sqlite_max_pages;
+            options.min_connections(u32::from(!writer)).map_sqlx_sqlite_opts(move |opts| {
+                let opts = opts
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Full)
+                    .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                    .foreign_keys(true)
+                    .pragma("journal_size_limit", SQLITE_JOURNAL_SIZE_LIMIT.to_string());
+                match max_pages {
+                    Some(pages) => opts.pragma("max_page_count", pages.to_string()),
+                    None => opts,
+                }
+            });
+        }
+        sea_orm::Database::connect(options).await
+    }
 }
 
 /// What a driver error means for the domain.
@@ -170,19 +238,19 @@ enum Failure {
 }
 
 impl Failure {
-    /// Unique violations are duplicates, connection and lock trouble is unavailability,
-    /// everything else a backend failure.
+    /// Unique violations are duplicates. Trouble that retrying can get past is
+    /// unavailability: no connection, a lost one, a busy or locked database, a full disk, an
+    /// I/O error, a server shutting down, a conflict between transactions. Everything else
+    /// (a bad statement, a violated constraint) is a backend failure: a bug.
     fn of(err: &DbErr) -> Self {
         if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) {
             return Self::Duplicate;
         }
         let unavailable = match err {
-            DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
-            DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => e
-                .as_database_error()
-                .and_then(sea_orm::sqlx::error::DatabaseError::code)
-                // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
-                .is_some_and(|code| code.parse::<i32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))),
+            DbErr::ConnectionAcquire(_) => true,
+            DbErr::Conn(RuntimeErr::SqlxError(e))
+            | DbErr::Exec(RuntimeErr::SqlxError(e))
+            | DbErr::Query(RuntimeErr::SqlxError(e)) => is_transient(e),
             _ => false,
         };
         if unavailable { Self::Unavailable } else { Self::Backend }
@@ -200,9 +268,56 @@ impl Failure {
     }
 }
 
+/// Whether retrying the operation later may succeed.
+fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
+    use sea_orm::sqlx::Error;
+    match err {
+        Error::Database(db) => db.code().is_some_and(|code| is_transient_code(&code)),
+        Error::Io(_)
+        | Error::Tls(_)
+        | Error::Protocol(_)
+        | Error::PoolTimedOut
+        | Error::PoolClosed
+        | Error::WorkerCrashed
+        | Error::BeginFailed => true,
+        _ => false,
+    }
+}
+
+/// Whether a database's error code (SQLite's result code, PostgreSQL's SQLSTATE) says the
+/// trouble is the database's state, not the statement.
+fn is_transient_code(code: &str) -> bool {
+    if let Ok(sqlite) = code.parse::<i32>() {
+        // The primary code is the low byte of an extended one: SQLITE_IOERR (10),
+        // SQLITE_BUSY (5), SQLITE_LOCKED (6), SQLITE_READONLY (8), SQLITE_FULL (13).
+        return matches!(sqlite & 0xff, 5 | 6 | 8 | 10 | 13);
+    }
+    // PostgreSQL: connection exceptions (08), insufficient resources such as a full disk
+    // (53), operator intervention such as a terminated backend or a server shutting down
+    // (57, a cancelled statement included), system errors (58), serialization failures and
+    // deadlocks (40001, 40P01), a read-only transaction on a standby after a failover (25006).
+    matches!(code.get(..2), Some("08" | "53" | "57" | "58"))
+        || matches!(code, "40001" | "40P01" | "25006")
+}
+
 /// Turns a driver error into the domain's.
 fn repository_error(err: DbErr) -> RepositoryError {
     Failure::of(&err).with_source(err)
+}
+
+/// The outcome of a read, with failures recorded in `reads` so that an outage is logged
+/// once, and the driver's error turned into the domain's.
+fn read<T>(reads: &Outage, result: Result<T, DbErr>) -> Result<T, RepositoryError> {
+    match result {
+        Ok(value) => {
+            reads.passed();
+            Ok(value)
+        }
+        Err(err) => {
+            reads.failed(&err, 1);
+            Err(repository_error(err))
+        }
+    }
 }
 
 /// A stored row that no longer satisfies the domain's rules (edited by hand, say).

@@ -1,11 +1,7 @@
-//! The pet repository over SeaORM, with group commit.
+//! The pet repository over SeaORM.
 //!
-//! Every durable commit costs a sync of the disk (150–200 µs here, far more on network
-//! storage). Inserts are therefore queued to one writer task that takes everything queued, up
-//! to [`MAX_BATCH`] pets, and commits them in one transaction: under load many pets share one
-//! sync; alone, a pet is committed at once. Each waiting request gets its own pet back, or the
-//! error that undid the whole batch. Because the writer is a task of its own, a client that
-//! hangs up cannot interrupt a transaction halfway.
+//! Reads go to the reader pool. Inserts go through the database's writer (see
+//! [`writer`](super::writer)), which commits many of them in one transaction under load.
 //!
 //! Rows are inserted with `Entity::insert(..).exec(..)`, and sea-orm's default feature
 //! `sqlite-use-returning-for-3_35` is off: with it, inserts run `INSERT ... RETURNING`
@@ -21,145 +17,37 @@ use animal_store_domain::{
 use async_trait::async_trait;
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, Set, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    QueryOrder, QuerySelect, Set,
 };
-use thiserror::Error;
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 use super::entity::pet;
-use super::{Backend, Failure, corrupt, repository_error};
+use super::outage::Outage;
+use super::writer::Writer;
+use super::{corrupt, read};
 
-/// The most pets committed in one transaction.
-pub const MAX_BATCH: usize = 64;
-/// How many inserts may wait for the writer before callers wait to enqueue.
-const QUEUE_DEPTH: usize = 1024;
-
-/// Pets in an SQL database. Cheap to clone: clones share the reader pool and the writer task.
+/// Pets in an SQL database. Cheap to clone: clones share the reader pool and the writer.
 #[derive(Clone)]
 pub struct SeaOrmPetRepository {
     readers: DatabaseConnection,
-    queue: mpsc::Sender<Insert>,
+    reads: Arc<Outage>,
+    writer: Writer,
 }
-
-struct Insert {
-    pet: NewPet,
-    reply: oneshot::Sender<Result<Pet, RepositoryError>>,
-}
-
-/// The writer task is gone: the server is shutting down.
-#[derive(Debug, Error)]
-#[error("the pet writer has stopped")]
-struct WriterStopped;
-
-/// One batch's failure, shared by every request of the batch.
-#[derive(Debug, Error)]
-#[error(transparent)]
-struct BatchFailed(Arc<DbErr>);
 
 impl SeaOrmPetRepository {
-    /// Starts the writer task on `writer`. The task runs until `stop` fires, then commits
-    /// what is already queued and ends; inserts that arrive later are refused.
-    pub(super) fn start(
-        backend: Backend,
-        readers: DatabaseConnection,
-        writer: DatabaseConnection,
-        stop: oneshot::Receiver<()>,
-    ) -> (Self, JoinHandle<()>) {
-        let (queue, inserts) = mpsc::channel(QUEUE_DEPTH);
-        let task = tokio::spawn(write_batches(backend, writer, inserts, stop));
-        (Self { readers, queue }, task)
+    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Outage>, writer: Writer) -> Self {
+        Self { readers, reads, writer }
     }
 }
 
-async fn write_batches(
-    backend: Backend,
-    writer: DatabaseConnection,
-    mut inserts: mpsc::Receiver<Insert>,
-    mut stop: oneshot::Receiver<()>,
-) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    loop {
-        let received = tokio::select! {
-            received = inserts.recv_many(&mut batch, MAX_BATCH) => received,
-            _ = &mut stop => {
-                // Refuse new inserts, then commit those already queued.
-                inserts.close();
-                while inserts.recv_many(&mut batch, MAX_BATCH).await > 0 {
-                    write_batch(backend, &writer, &mut batch).await;
-                }
-                return;
-            }
-        };
-        if received == 0 {
-            return;
-        }
-        write_batch(backend, &writer, &mut batch).await;
-    }
-}
-
-/// Commits `batch` and answers each of its requests.
-async fn write_batch(backend: Backend, writer: &DatabaseConnection, batch: &mut Vec<Insert>) {
-    match insert_batch(backend, writer, batch).await {
-        Ok(ids) => {
-            for (insert, id) in batch.drain(..).zip(ids) {
-                // The requester may have hung up; the pet is stored all the same.
-                let _ = insert.reply.send(Ok(Pet::from_new(PetId::new(id), insert.pet)));
-            }
-        }
-        Err(err) => {
-            tracing::error!(error = %err, pets = batch.len(), "a batch of pets could not be stored");
-            let failure = Failure::of(&err);
-            let err = Arc::new(err);
-            for insert in batch.drain(..) {
-                let _ = insert.reply.send(Err(failure.with_source(BatchFailed(Arc::clone(&err)))));
-            }
-        }
-    }
-}
-
-async fn insert_batch(
-    backend: Backend,
-    writer: &DatabaseConnection,
-    batch: &[Insert],
-) -> Result<Vec<i64>, DbErr> {
-    let txn = match backend {
-        // IMMEDIATE takes SQLite's write lock at BEGIN, so the transaction can never fail
-        // half-way for want of it; a busy lock is waited for (busy timeout) up front.
-        Backend::Sqlite => {
-            writer
-                .begin_with_options(TransactionOptions {
-                    sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                    ..TransactionOptions::default()
-                })
-                .await?
-        }
-        Backend::Postgres => writer.begin().await?,
+async fn insert(txn: &DatabaseTransaction, pet: NewPet) -> Result<Pet, DbErr> {
+    let row = pet::ActiveModel {
+        name: Set(pet.name.as_str().to_owned()),
+        category_id: Set(pet.category_id.get()),
+        status: Set(pet.status.as_str().to_owned()),
+        ..Default::default()
     };
-    match insert_rows(&txn, batch).await {
-        Ok(ids) => {
-            txn.commit().await?;
-            Ok(ids)
-        }
-        Err(err) => {
-            txn.rollback().await?;
-            Err(err)
-        }
-    }
-}
-
-async fn insert_rows(txn: &DatabaseTransaction, batch: &[Insert]) -> Result<Vec<i64>, DbErr> {
-    let mut ids = Vec::with_capacity(batch.len());
-    for Insert { pet, .. } in batch {
-        let row = pet::ActiveModel {
-            name: Set(pet.name.as_str().to_owned()),
-            category_id: Set(pet.category_id.get()),
-            status: Set(pet.status.as_str().to_owned()),
-            ..Default::default()
-        };
-        ids.push(pet::Entity::insert(row).exec(txn).await?.last_insert_id);
-    }
-    Ok(ids)
+    let id = pet::Entity::insert(row).exec(txn).await?.last_insert_id;
+    Ok(Pet::from_new(PetId::new(id), pet))
 }
 
 fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
@@ -174,19 +62,11 @@ fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
 #[async_trait]
 impl PetRepository for SeaOrmPetRepository {
     async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        let (reply, stored) = oneshot::channel();
-        self.queue
-            .send(Insert { pet, reply })
-            .await
-            .map_err(|_| RepositoryError::Unavailable(Box::new(WriterStopped)))?;
-        stored.await.map_err(|_| RepositoryError::Unavailable(Box::new(WriterStopped)))?
+        self.writer.write(move |txn| Box::pin(insert(txn, pet))).await
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
-        pet::Entity::find_by_id(id.get())
-            .one(&self.readers)
-            .await
-            .map_err(repository_error)?
+        read(&self.reads, pet::Entity::find_by_id(id.get()).one(&self.readers).await)?
             .map(|row| to_pet(&row))
             .transpose()
     }
@@ -204,12 +84,9 @@ impl PetRepository for SeaOrmPetRepository {
         if let Some(after) = after {
             query = query.filter(pet::Column::Id.gt(after.get()));
         }
-        query
-            .order_by_asc(pet::Column::Id)
-            .limit(u64::try_from(limit).unwrap_or(u64::MAX))
-            .all(&self.readers)
-            .await
-            .map_err(repository_error)?
+        let query =
+            query.order_by_asc(pet::Column::Id).limit(u64::try_from(limit).unwrap_or(u64::MAX));
+        read(&self.reads, query.all(&self.readers).await)?
             .into_iter()
             .map(|row| to_pet(&row))
             .collect()

@@ -3,6 +3,10 @@
 //! Every adapter of a port must pass its suite, starting from an empty store: this crate's
 //! tests run them against the memory, SQLite and PostgreSQL adapters, and a new adapter
 //! proves itself the same way. A failed check panics with a message naming the rule.
+//!
+//! [`faults`] checks what stores over a real database promise when that database fails.
+
+pub mod faults;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};

@@ -1,0 +1,251 @@
+//! The single writer: every write to a database runs on one task that owns one connection.
+//!
+//! Callers hand the writer a piece of work (statements to run inside a transaction) and wait.
+//! The writer takes everything queued, up to [`MAX_BATCH`] pieces, runs them in one
+//! transaction and commits once (group commit): under load many writes share one durable
+//! sync; alone, a write is committed at once. Each caller gets its own output back after the
+//! commit, or the error that undid the whole transaction. Because the writer is a task of its
+//! own, a client that hangs up cannot interrupt a transaction halfway.
+//!
+//! # The writer's invariant
+//!
+//! A transaction starts only on a connection that has never seen a failure. After any failed
+//! `BEGIN`, statement or `COMMIT`, the connection is closed (SQLite and PostgreSQL roll back
+//! whatever it still had open, and release its locks) and the next transaction opens a new
+//! one. sea-orm and sqlx track a transaction depth of their own, and it can disagree with the
+//! database's after a failed `COMMIT`: SQLite may keep the transaction open, the depth stays
+//! above zero, and every later `begin()` becomes a savepoint inside a transaction that never
+//! ends. The writer therefore never trusts a connection after a failure, and `BEGIN` itself
+//! checks the database's state: on SQLite it is `BEGIN IMMEDIATE`, which SQLite refuses inside
+//! a transaction; on PostgreSQL it is followed by `SET TRANSACTION ISOLATION LEVEL`, which
+//! PostgreSQL refuses once a transaction has run a statement.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use animal_store_domain::RepositoryError;
+use async_trait::async_trait;
+use futures_util::future::BoxFuture;
+use sea_orm::{
+    DatabaseConnection, DatabaseTransaction, DbErr, IsolationLevel, SqliteTransactionMode,
+    TransactionOptions, TransactionTrait,
+};
+use thiserror::Error;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::outage::Outage;
+use super::{Backend, Connector, Failure};
+
+/// The most pieces of work committed in one transaction.
+pub const MAX_BATCH: usize = 64;
+/// How many pieces of work may wait for the writer before callers wait to enqueue.
+const QUEUE_DEPTH: usize = 1024;
+/// How long closing a failed connection may take before it is dropped unclosed.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A handle on the writer task. Cheap to clone: clones share the task.
+#[derive(Clone)]
+pub(super) struct Writer {
+    queue: mpsc::Sender<Box<dyn Job>>,
+}
+
+/// The writer task is gone: the database is closing.
+#[derive(Debug, Error)]
+#[error("the database writer has stopped")]
+struct WriterStopped;
+
+/// One transaction's failure, shared by every caller whose work it held.
+#[derive(Debug, Error)]
+#[error(transparent)]
+struct TransactionFailed(Arc<DbErr>);
+
+impl Writer {
+    /// Starts the writer task, which opens its connection with `connector` when it first
+    /// needs one. The task runs until `stop` fires, then commits what is already queued,
+    /// closes its connection and ends; work that arrives later is refused.
+    pub(super) fn start(
+        connector: Connector,
+        stop: oneshot::Receiver<()>,
+    ) -> (Self, JoinHandle<()>) {
+        let (queue, work) = mpsc::channel(QUEUE_DEPTH);
+        let connection = Connection { connector, pool: None, outage: Outage::new("writes") };
+        (Self { queue }, tokio::spawn(run(connection, work, stop)))
+    }
+
+    /// Runs `work` inside a write transaction, possibly beside other callers' work, and
+    /// returns its output once the transaction has committed.
+    ///
+    /// `work` must leave every decision in its output, never in an error: an `Err` from it,
+    /// or from any statement, undoes the whole transaction, other callers' work included.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit; nothing of `work` is stored
+    /// then.
+    pub(super) async fn write<T, F>(&self, work: F) -> Result<T, RepositoryError>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>>
+            + Send
+            + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Pending { work: Some(work), output: None, reply };
+        let stopped = || RepositoryError::Unavailable(Box::new(WriterStopped));
+        self.queue.send(Box::new(job)).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// One caller's share of a transaction.
+#[async_trait]
+trait Job: Send {
+    /// Runs the caller's statements inside the transaction.
+    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr>;
+
+    /// Answers the caller once the transaction has ended: with its output when `outcome`
+    /// is `Ok` (the transaction committed), with the error otherwise.
+    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>);
+}
+
+struct Pending<T, F> {
+    work: Option<F>,
+    output: Option<T>,
+    reply: oneshot::Sender<Result<T, RepositoryError>>,
+}
+
+/// A job whose work ran twice, or whose output went missing: a bug of this module.
+#[derive(Debug, Error)]
+#[error("a write job was run twice or answered before it ran")]
+struct JobMisused;
+
+#[async_trait]
+impl<T, F> Job for Pending<T, F>
+where
+    T: Send + 'static,
+    F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>> + Send + 'static,
+{
+    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
+        let work = self.work.take().ok_or_else(|| DbErr::Custom(JobMisused.to_string()))?;
+        self.output = Some(work(txn).await?);
+        Ok(())
+    }
+
+    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
+        let Self { output, reply, .. } = *self;
+        let answer = outcome
+            .and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
+        // The caller may have hung up; what committed stays committed all the same.
+        let _ = reply.send(answer);
+    }
+}
+
+async fn run(
+    mut connection: Connection,
+    mut queued: mpsc::Receiver<Box<dyn Job>>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    loop {
+        tokio::select! {
+            received = queued.recv_many(&mut batch, MAX_BATCH) => {
+                if received == 0 {
+                    break;
+                }
+                connection.commit(&mut batch).await;
+            }
+            _ = &mut stop => {
+                // Refuse new work, then commit what is already queued.
+                queued.close();
+                while queued.recv_many(&mut batch, MAX_BATCH).await > 0 {
+                    connection.commit(&mut batch).await;
+                }
+                break;
+            }
+        }
+    }
+    connection.discard().await;
+}
+
+/// The writer's connection: a pool of exactly one, opened on demand and replaced after any
+/// failure.
+struct Connection {
+    connector: Connector,
+    pool: Option<DatabaseConnection>,
+    /// Logs a run of failed transactions once, when it starts and when it ends.
+    outage: Outage,
+}
+
+impl Connection {
+    /// Runs `batch` in one transaction and answers every caller in it.
+    async fn commit(&mut self, batch: &mut Vec<Box<dyn Job>>) {
+        match self.transaction(batch).await {
+            Ok(()) => {
+                self.outage.passed();
+                for job in batch.drain(..) {
+                    job.answer(Ok(()));
+                }
+            }
+            Err(err) => {
+                // The connection may still be inside the failed transaction, whatever sea-orm
+                // and sqlx believe: never use it again.
+                self.discard().await;
+                self.outage.failed(&err, batch.len());
+                let failure = Failure::of(&err);
+                let err = Arc::new(err);
+                for job in batch.drain(..) {
+                    job.answer(Err(failure.with_source(TransactionFailed(Arc::clone(&err)))));
+                }
+            }
+        }
+    }
+
+    async fn transaction(&mut self, batch: &mut [Box<dyn Job>]) -> Result<(), DbErr> {
+        let backend = self.connector.backend();
+        let pool = match &mut self.pool {
+            Some(pool) => pool,
+            empty => empty.insert(self.connector.open_writer().await?),
+        };
+        let txn = pool.begin_with_options(transaction_options(backend)).await?;
+        for job in batch.iter_mut() {
+            if let Err(err) = job.run(&txn).await {
+                // The connection is discarded next; rolling back first only frees the
+                // database sooner.
+                let _ = txn.rollback().await;
+                return Err(err);
+            }
+        }
+        txn.commit().await
+    }
+
+    /// Closes the connection, if one is open. Closing rolls back any transaction still open
+    /// on it and releases its locks.
+    async fn discard(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            match tokio::time::timeout(CLOSE_TIMEOUT, pool.close()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => {
+                    tracing::warn!(error = %err, "closing the writer's connection failed");
+                }
+                Err(_) => tracing::warn!("closing the writer's connection timed out; dropped it"),
+            }
+        }
+    }
+}
+
+/// How every write transaction starts; see the module's documentation for why.
+fn transaction_options(backend: Backend) -> TransactionOptions {
+    match backend {
+        // IMMEDIATE takes SQLite's write lock at BEGIN, so the transaction can never fail
+        // half-way for want of it; a busy lock is waited for (busy timeout) up front.
+        Backend::Sqlite => TransactionOptions {
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+            ..TransactionOptions::default()
+        },
+        Backend::Postgres => TransactionOptions {
+            isolation_level: Some(IsolationLevel::ReadCommitted),
+            ..TransactionOptions::default()
+        },
+    }
+}
