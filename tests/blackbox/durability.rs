@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{Client, Db, json};
+use crate::harness::{Client, Db, json, list_all};
 
 async fn restart_keeps_the_data(db: &Db) {
     let key = db.key("business");
@@ -95,22 +95,7 @@ async fn every_acknowledged_pet_survives_kill_9() {
     assert!(acknowledged.len() >= 100, "only {} writes were acknowledged", acknowledged.len());
 
     let server = db.start();
-    let client = Client::new(&key);
-    let mut stored = BTreeMap::new();
-    let mut uri = server.url("/v1/pets?limit=100");
-    for _ in 0..1_000 {
-        let resp = client.get(&uri).await;
-        let link = resp.headers().get("link").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        for pet in json(resp).await.as_array().expect("an array") {
-            stored.insert(pet["id"].as_i64().expect("an id"), pet.clone());
-        }
-        match link {
-            Some(link) => {
-                uri = server.url(link.trim_start_matches('<').split('>').next().expect("a target"));
-            }
-            None => break,
-        }
-    }
+    let stored = list_all(&Client::new(&key), &server).await;
     for (id, pet) in &acknowledged {
         assert_eq!(stored.get(id), Some(pet), "acknowledged pet {id} is lost or changed");
     }

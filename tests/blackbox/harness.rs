@@ -224,3 +224,27 @@ impl Client {
 pub async fn json(resp: reqwest::Response) -> serde_json::Value {
     resp.json().await.expect("a JSON body")
 }
+
+/// Every pet the server lists, by id, following the `Link` header from page to page.
+pub async fn list_all(
+    client: &Client,
+    server: &Server,
+) -> std::collections::BTreeMap<i64, serde_json::Value> {
+    let mut stored = std::collections::BTreeMap::new();
+    let mut uri = server.url("/v1/pets?limit=100");
+    for _ in 0..10_000 {
+        let resp = client.get(&uri).await;
+        assert_eq!(resp.status(), 200, "listing {uri}");
+        let link = resp.headers().get("link").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        for pet in json(resp).await.as_array().expect("an array") {
+            stored.insert(pet["id"].as_i64().expect("an id"), pet.clone());
+        }
+        match link {
+            Some(link) => {
+                uri = server.url(link.trim_start_matches('<').split('>').next().expect("a target"));
+            }
+            None => return stored,
+        }
+    }
+    panic!("more than 10,000 pages");
+}

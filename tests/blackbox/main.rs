@@ -8,3 +8,4 @@ mod cli;
 mod durability;
 mod http;
 mod limits;
+mod outages;

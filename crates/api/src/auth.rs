@@ -7,7 +7,7 @@
 //! scheme and refuses the request with 401 when no live key was found. Missing, malformed,
 //! unknown, revoked and other-environment keys are all the same 401.
 
-use animal_store_domain::{ApiKey, KeyService};
+use animal_store_domain::{ApiKey, KeyService, RepositoryError};
 use poem::Request;
 use poem::http::HeaderMap;
 use poem::http::header::AUTHORIZATION;
@@ -55,8 +55,13 @@ pub async fn resolve_key(keys: &KeyService, req: &mut Request) -> Result<Option<
     if let Some(key) = &key {
         tracing::Span::current().record("key_id", key.id.as_str());
         // Bookkeeping: a failure to record the last use must not fail the request.
-        if let Err(err) = keys.record_use(key).await {
-            tracing::warn!(error = %err, "cannot record the key's last use");
+        match keys.record_use(key).await {
+            Ok(()) => {}
+            // The store logs an outage once, when it starts and when it ends.
+            Err(err @ RepositoryError::Unavailable(_)) => {
+                tracing::debug!(error = %err, "cannot record the key's last use");
+            }
+            Err(err) => tracing::warn!(error = %err, "cannot record the key's last use"),
         }
         req.extensions_mut().insert(Authenticated(key.clone()));
     }

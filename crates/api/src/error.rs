@@ -225,7 +225,9 @@ impl From<RepositoryError> for ApiError {
     fn from(err: RepositoryError) -> Self {
         match err {
             RepositoryError::Unavailable(cause) => {
-                tracing::warn!(error = %cause, "the store is unavailable");
+                // The store logs the first failure of an outage, and its end; a line per
+                // request would bury them.
+                tracing::debug!(error = %cause, "the store is unavailable");
                 Self::new(
                     ErrorCode::ServiceUnavailable,
                     "the store is temporarily unavailable; retry later",

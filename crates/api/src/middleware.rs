@@ -181,7 +181,10 @@ pub async fn trace_request<E: Endpoint>(
         let span = tracing::Span::current();
         span.record("status", status.as_u16());
         span.record("latency_us", latency_us);
-        if status.is_server_error() {
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // A dependency is down; the store logs the cause once per outage, not here.
+            tracing::warn!(status = status.as_u16(), latency_us, "request refused: unavailable");
+        } else if status.is_server_error() {
             tracing::error!(status = status.as_u16(), latency_us, "request failed");
         } else {
             tracing::info!(status = status.as_u16(), latency_us, "request");

@@ -18,6 +18,11 @@ pub struct Cli {
     #[arg(long, env = "ANIMAL_STORE_ENVIRONMENT", default_value = "production", global = true)]
     pub environment: Environment,
 
+    /// SQLite only: the most pages (4 KiB each) the database file may hold. Past it, writes
+    /// fail as on a full disk: for rehearsing a full disk, and for tests.
+    #[arg(long, env = "ANIMAL_STORE_SQLITE_MAX_PAGES", global = true, hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sqlite_max_pages: Option<u32>,
+
     /// What to do; `serve` when omitted.
     #[command(subcommand)]
     pub command: Option<Command>,

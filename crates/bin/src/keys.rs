@@ -37,7 +37,7 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
         }
         _ => None,
     };
-    let stores = Stores::open(&cli.database_url).await.map_err(Failure::Startup)?;
+    let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
     let keys = KeyService::new(stores.keys(), Arc::new(SystemClock), cli.environment);
     let result = match (create, revoke) {
         (Some((plan, name)), _) => {

@@ -47,7 +47,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve(args) => serve::run(&cli, &args).await,
         Command::Keys { command } => keys::run(&cli, command).await,
         Command::Migrate => {
-            let stores = stores::Stores::open(&cli.database_url).await.map_err(Failure::Startup)?;
+            let stores = stores::Stores::open(&cli).await.map_err(Failure::Startup)?;
             eprintln!("the database is up to date");
             stores.close().await;
             Ok(())

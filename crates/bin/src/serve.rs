@@ -83,7 +83,7 @@ pub fn openapi_document(cli: &Cli, document: &DocumentArgs) -> String {
 
 /// Runs the server.
 pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
-    let stores = Stores::open(&cli.database_url).await.map_err(Failure::Startup)?;
+    let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
     let started = async {
         let state = state(args, cli, &stores)?;
         greet(&stores, &state.keys).await?;

@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use animal_store_domain::{ApiKeyStore, PetRepository};
-use animal_store_infra::{Database, MemoryApiKeyStore, MemoryPetRepository};
+use animal_store_infra::{Database, DatabaseOptions, MemoryApiKeyStore, MemoryPetRepository};
 use anyhow::Context;
+
+use crate::cli::Cli;
 
 /// The open stores.
 pub enum Stores {
@@ -20,15 +22,17 @@ pub enum Stores {
 }
 
 impl Stores {
-    /// Opens the database `url` names and applies pending migrations.
-    pub async fn open(url: &str) -> anyhow::Result<Self> {
+    /// Opens the database `--database-url` names and applies pending migrations.
+    pub async fn open(cli: &Cli) -> anyhow::Result<Self> {
+        let url = cli.database_url.as_str();
         if url == "memory://" {
             return Ok(Self::Memory {
                 pets: Arc::new(MemoryPetRepository::new()),
                 keys: Arc::new(MemoryApiKeyStore::new()),
             });
         }
-        let db = Database::connect(url)
+        let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
+        let db = Database::connect_with(url, options)
             .await
             .with_context(|| format!("cannot open the database {}", redact(url)))?;
         db.migrate().await.context("cannot bring the database schema up to date")?;
