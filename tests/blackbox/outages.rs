@@ -58,6 +58,17 @@ async fn create(client: &Client, server: &Server, name: &str) -> Outcome {
     }
 }
 
+/// Creates pets until one is stored, for at most 5 s, and returns it.
+async fn writes_again(client: &Client, server: &Server) -> Value {
+    for i in 0..50 {
+        if let Outcome::Stored(pet) = create(client, server, &format!("after {i}")).await {
+            return pet;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("writes did not succeed again within 5 s of the fault's end");
+}
+
 /// Runs a command and says whether it succeeded within `limit`.
 fn succeeds_within(db: &Db, args: &[&str], limit: Duration) -> bool {
     let started = Instant::now();
@@ -135,16 +146,8 @@ async fn a_full_database_answers_503_and_loses_no_acknowledged_pet() {
 
     // Room again: writes succeed by themselves, without a restart.
     admin.execute_unprepared("DROP TABLE ballast").await.expect("drop the ballast");
-    let mut recovered = false;
-    for i in 0..50 {
-        if let Outcome::Stored(pet) = create(&client, &server, &format!("after {i}")).await {
-            acknowledged.insert(pet["id"].as_i64().expect("an id"), pet);
-            recovered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(recovered, "writes did not succeed again within 5 s of the room coming back");
+    let pet = writes_again(&client, &server).await;
+    acknowledged.insert(pet["id"].as_i64().expect("an id"), pet);
     for i in 0..20 {
         match create(&client, &server, &format!("then {i}")).await {
             Outcome::Stored(pet) => acknowledged.insert(pet["id"].as_i64().expect("an id"), pet),
@@ -189,15 +192,7 @@ async fn lost_postgres_connections_are_503_and_lose_no_acknowledged_pet() {
                 let mut acknowledged = BTreeMap::new();
                 for i in 0..150 {
                     let body = format!(r#"{{"name":"writer {w} pet {i}","categoryId":5}}"#);
-                    let resp = client
-                        .raw()
-                        .post(format!("{base}/v1/pets"))
-                        .bearer_auth(client.key())
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await
-                        .expect("an answer");
+                    let resp = client.post(&format!("{base}/v1/pets"), &body).await;
                     match resp.status().as_u16() {
                         201 => {
                             let pet: Value = resp.json().await.expect("a pet");
@@ -223,16 +218,8 @@ async fn lost_postgres_connections_are_503_and_lose_no_acknowledged_pet() {
     }
 
     let client = Client::new(&key);
-    let mut recovered = false;
-    for i in 0..50 {
-        if let Outcome::Stored(pet) = create(&client, &server, &format!("after {i}")).await {
-            acknowledged.insert(pet["id"].as_i64().expect("an id"), pet);
-            recovered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(recovered, "writes did not succeed again within 5 s");
+    let pet = writes_again(&client, &server).await;
+    acknowledged.insert(pet["id"].as_i64().expect("an id"), pet);
     let stored = list_all(&client, &server).await;
     for (id, pet) in &acknowledged {
         assert_eq!(stored.get(id), Some(pet), "acknowledged pet {id} is lost or changed");
