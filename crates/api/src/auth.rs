@@ -1,4 +1,4 @@
-//! Bearer authentication (decision A8).
+//! Bearer authentication (`docs/api.md#authentication`).
 //!
 //! [`resolve_key`] runs in the middleware, once per request and before anything else that
 //! needs to know the caller (the rate limiter counts per key): it reads

@@ -1,4 +1,4 @@
-//! Deprecated operations and their sunset (decision A7).
+//! Deprecated operations and their sunset (`docs/api.md#versioning`).
 //!
 //! A deprecated operation stays `deprecated: true` in the document, and every response of it
 //! carries `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and a `Link` to its successor. From

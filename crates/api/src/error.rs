@@ -1,4 +1,4 @@
-//! The one place where failures become HTTP responses (decisions A2 and A3).
+//! The one place where failures become HTTP responses (`docs/api.md#errors`).
 //!
 //! Every non-2xx response the service sends carries the contract's Error body
 //! `{code, message, status}` as `application/json`, with `status` equal to the HTTP status.

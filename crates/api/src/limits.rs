@@ -1,4 +1,4 @@
-//! Rate limiting at the edge of the API (decisions R3–R6).
+//! Rate limiting at the edge of the API (`docs/api.md#plans-and-rate-limits`).
 //!
 //! Every request under `/v1` is counted: against its API key when it carries a live one,
 //! otherwise against its client address, so that keys cannot be guessed at speed. Every

@@ -1,4 +1,4 @@
-//! The OpenAPI document (decision A1) and the docs page.
+//! The OpenAPI document and the docs page (`docs/api.md#basics`).
 //!
 //! poem-openapi generates the document from the operations. What the middleware adds to
 //! responses it cannot see, so [`document`] writes it in afterwards: the headers of a

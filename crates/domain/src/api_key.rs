@@ -1,4 +1,4 @@
-//! API keys (decision A9).
+//! API keys (`docs/api.md#authentication`, `docs/operations.md#api-keys`).
 //!
 //! A key reads `as_live_<id>_<secret>` in production and `as_test_<id>_<secret>` in staging.
 //! The id is short, public and safe to show in listings and logs; the secret is 32 random

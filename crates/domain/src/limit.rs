@@ -1,4 +1,5 @@
-//! Rate limits: windows, quotas and the decision to admit a request (decisions R1–R6).
+//! Rate limits: windows, quotas and the decision to admit a request
+//! (`docs/api.md#plans-and-rate-limits`).
 //!
 //! Each subject (an API key, or a client address for requests without a valid key) has two
 //! fixed windows: the current UTC minute and the current UTC day. A request is admitted only

@@ -1,6 +1,6 @@
 //! Pets and the values they are made of.
 //!
-//! Each value type has a single constructor that enforces its rule (decision A4 of the design):
+//! Each value type has a single constructor that enforces its rule (`docs/api.md#newpet`):
 //! a name is 1 to 100 characters, not blank, without control characters; a category id is a
 //! positive integer; a status is one of `available`, `pending`, `sold` and defaults to
 //! `available`. Once built, a value is valid for its whole life.

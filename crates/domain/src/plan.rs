@@ -1,4 +1,4 @@
-//! Plans and their request quotas (decision R1).
+//! Plans and their request quotas (`docs/api.md#plans`).
 //!
 //! A key belongs to one plan. Free, Pro and Business have the quotas of the contract; an
 //! Enterprise key carries the quota agreed for it, stored with the key.
