@@ -231,13 +231,13 @@ impl Connector {
 
 /// What a driver error means for the domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Failure {
+enum FailureKind {
     Duplicate,
     Unavailable,
     Backend,
 }
 
-impl Failure {
+impl FailureKind {
     /// Unique violations are duplicates. Trouble that retrying can get past is
     /// unavailability: no connection, a lost one, a busy or locked database, a full disk, an
     /// I/O error, a server shutting down, a conflict between transactions. Everything else
@@ -302,7 +302,7 @@ fn is_transient_code(code: &str) -> bool {
 
 /// Turns a driver error into the domain's.
 fn repository_error(err: DbErr) -> RepositoryError {
-    Failure::of(&err).with_source(err)
+    FailureKind::of(&err).with_source(err)
 }
 
 /// The outcome of a read, with failures recorded in `reads` so that an outage is logged

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use sea_orm::DbErr;
 
-use super::Failure;
+use super::FailureKind;
 
 /// The state of one kind of operation (reads, writes) of one database.
 pub(super) struct Outage {
@@ -44,7 +44,7 @@ impl Outage {
         *episode = Some(Episode { since: Instant::now(), failures: 1 });
         self.failing.store(true, Ordering::Release);
         let what = self.what;
-        if Failure::of(err) == Failure::Unavailable {
+        if FailureKind::of(err) == FailureKind::Unavailable {
             tracing::warn!(error = %err, operations, "database {what} fail; answering 503 until they succeed again");
         } else {
             tracing::error!(error = %err, operations, "database {what} fail");

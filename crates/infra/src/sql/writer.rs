@@ -35,7 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::outage::Outage;
-use super::{Backend, Connector, Failure};
+use super::{Backend, Connector, FailureKind};
 
 /// The most pieces of work committed in one transaction.
 pub const MAX_BATCH: usize = 64;
@@ -192,7 +192,7 @@ impl Connection {
                 // and sqlx believe: never use it again.
                 self.discard().await;
                 self.outage.failed(&err, batch.len());
-                let failure = Failure::of(&err);
+                let failure = FailureKind::of(&err);
                 let err = Arc::new(err);
                 for job in batch.drain(..) {
                     job.answer(Err(failure.with_source(TransactionFailed(Arc::clone(&err)))));
