@@ -7,5 +7,5 @@ mod harness;
 mod cli;
 mod durability;
 mod http;
-mod limits;
 mod outages;
+mod rate_limits;

@@ -18,11 +18,11 @@ mod auth;
 mod body;
 pub mod deprecation;
 pub mod error;
-mod limits;
 pub mod middleware;
 mod openapi;
 mod params;
 mod pets;
+mod rate_limit;
 mod routes;
 mod state;
 
@@ -71,7 +71,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let (allow_routes, deprecation_routes, trace_routes) = (routes.clone(), routes.clone(), routes);
     Route::new()
         .nest("/v1", v1)
-        .around(middleware::limit_body)
+        .around(middleware::body_limit)
         .catch_all_error(|err| async move { middleware::error_response(err) })
         .around(move |ep, req| {
             let routes = allow_routes.clone();

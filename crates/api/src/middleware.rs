@@ -1,13 +1,13 @@
 //! The layers around the operations, innermost first:
 //!
-//! 1. [`limit_body`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
+//! 1. [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!    `Content-Length` and answers 411 to chunked bodies).
 //! 2. `catch_all_error` ([`error_response`]): everything raised before or after a handler
 //!    (routing, extraction) becomes the Error body; an operation's own error responses pass.
 //! 3. [`allow_header`]: the `Allow` header RFC 9110 requires on a 405.
 //! 4. `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
 //! 5. [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
-//!    on every response (see `limits`).
+//!    on every response (see `rate_limit`).
 //! 6. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
 //!    those of the layers inside included.
 //! 7. [`trace_request`]: a request id and one span and log line per request.
@@ -30,7 +30,7 @@ use crate::routes::RouteTable;
 use crate::state::AppState;
 use animal_store_domain::Subject;
 
-use crate::{auth, limits};
+use crate::{auth, rate_limit};
 
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -53,7 +53,7 @@ pub fn error_response(err: poem::Error) -> Response {
 }
 
 /// Layer 1: refuses bodies over [`MAX_BODY_BYTES`] with 413, whatever their framing.
-pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+pub async fn body_limit<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -130,27 +130,27 @@ pub async fn guard<E: Endpoint>(
     mut req: Request,
     state: &AppState,
 ) -> poem::Result<Response> {
-    let address = limits::address_subject(state, &req);
+    let address = rate_limit::address_subject(state, &req);
     if auth::bearer_token(req.headers()).is_some() {
-        let guessing = state.limiter.peek(&address, state.limits.per_address).await;
-        if let Some(refusal) = limits::refusal(&address, &guessing) {
+        let guessing = state.limiter.peek(&address, state.rate_limit_policy.per_address).await;
+        if let Some(refusal) = rate_limit::refusal(&address, &guessing) {
             let mut response = refusal.into_response();
-            limits::set_headers(response.headers_mut(), &guessing);
+            rate_limit::set_headers(response.headers_mut(), &guessing);
             return Ok(response);
         }
     }
     let key = auth::resolve_key(&state.keys, &mut req).await;
     let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
         Some(key) => (Subject::Key(key.id.clone()), key.plan.quota()),
-        None => (address, state.limits.per_address),
+        None => (address, state.rate_limit_policy.per_address),
     };
     let decision = state.limiter.check(&subject, quota).await;
-    let mut response = match (key, limits::refusal(&subject, &decision)) {
+    let mut response = match (key, rate_limit::refusal(&subject, &decision)) {
         (Err(err), _) => err.into_response(),
         (Ok(_), Some(refusal)) => refusal.into_response(),
         (Ok(_), None) => respond(ep.as_ref(), req).await,
     };
-    limits::set_headers(response.headers_mut(), &decision);
+    rate_limit::set_headers(response.headers_mut(), &decision);
     Ok(response)
 }
 

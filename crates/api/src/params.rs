@@ -77,9 +77,9 @@ impl<S: Type> ParseFromParameter for RawParam<S> {
 }
 
 /// The schema of `listPets`' `limit`: an int64 from 1 to 100, 20 by default.
-pub struct LimitSchema;
+pub struct PageSizeSchema;
 
-impl Type for LimitSchema {
+impl Type for PageSizeSchema {
     const IS_REQUIRED: bool = true;
     type RawValueType = Self;
     type RawElementValueType = Self;

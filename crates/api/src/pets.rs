@@ -1,6 +1,6 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{PageLimit, Pet, PetId, PetQuery, PetStatus};
+use animal_store_domain::{PageSize, Pet, PetId, PetQuery, PetStatus};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use poem_openapi::param::{Path, Query};
@@ -11,7 +11,7 @@ use crate::auth::BearerKey;
 use crate::body::NewPetBody;
 use crate::deprecation::GET_PET;
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::params::{LimitSchema, RawParam};
+use crate::params::{PageSizeSchema, RawParam};
 use crate::state::AppState;
 
 #[derive(Tags)]
@@ -167,7 +167,7 @@ impl PetsApi {
         &self,
         _key: BearerKey,
         /// Maximum number of animals returned: 1 to 100, 20 when omitted.
-        limit: Query<Option<RawParam<LimitSchema>>>,
+        limit: Query<Option<RawParam<PageSizeSchema>>>,
         /// Returns only animals with this status.
         status: Query<Option<RawParam<PetStatusDto>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
@@ -176,7 +176,7 @@ impl PetsApi {
         let query = PetQuery {
             limit: match &limit.0 {
                 Some(raw) => parse_limit(raw.as_str())?,
-                None => PageLimit::default(),
+                None => PageSize::default(),
             },
             status: status
                 .0
@@ -237,7 +237,7 @@ impl PetsApi {
     }
 }
 
-fn parse_limit(raw: &str) -> Result<PageLimit, ApiError> {
+fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
     let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")));
@@ -245,7 +245,7 @@ fn parse_limit(raw: &str) -> Result<PageLimit, ApiError> {
     // An integer too large for 64 bits is out of range like any other.
     let limit =
         raw.parse::<i64>().unwrap_or(if raw.starts_with('-') { i64::MIN } else { i64::MAX });
-    PageLimit::new(limit).map_err(|_| {
+    PageSize::new(limit).map_err(|_| {
         ApiError::validation_failed(format!("limit must be between 1 and 100, got {raw}"))
     })
 }
@@ -299,7 +299,7 @@ mod tests {
     fn the_next_link_keeps_limit_and_status() {
         let query = PetQuery {
             status: Some(PetStatus::Sold),
-            limit: PageLimit::new(5).unwrap(),
+            limit: PageSize::new(5).unwrap(),
             after: None,
         };
         let link = next_link(&query, PetId::new(9));

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{Clock, KeyService, LimitPolicy, PetService, RateLimiter};
+use animal_store_domain::{Clock, KeyService, PetService, RateLimitPolicy, RateLimiter};
 use ipnet::IpNet;
 
 /// The services and settings the API runs on. Cheap to clone.
@@ -17,7 +17,7 @@ pub struct AppState {
     /// Counts requests per key and per client address.
     pub limiter: Arc<dyn RateLimiter>,
     /// Suspensions and the quota of requests without a valid key.
-    pub limits: LimitPolicy,
+    pub rate_limit_policy: RateLimitPolicy,
     /// Settings.
     pub config: Arc<ApiConfig>,
 }

@@ -32,9 +32,7 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
         _ => None,
     };
     let revoke = match &command {
-        KeysCommand::Revoke { id } => {
-            Some(KeyId::parse(id).map_err(|e| Failure::Startup(e.into()))?)
-        }
+        KeysCommand::Revoke { id } => Some(KeyId::new(id).map_err(|e| Failure::Startup(e.into()))?),
         _ => None,
     };
     let stores = Stores::open(cli).await.map_err(Failure::Startup)?;

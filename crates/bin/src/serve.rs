@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use animal_store_api::{ApiConfig, AppState};
-use animal_store_domain::{Clock, KeyService, LimitPolicy, PetService, Plan, Quota};
+use animal_store_domain::{Clock, KeyService, PetService, Plan, Quota, RateLimitPolicy};
 use animal_store_infra::{
     CachedApiKeyStore, FileClock, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter,
     MokaRateLimiter, SystemClock,
@@ -26,8 +26,8 @@ fn api_config(document: &DocumentArgs, trusted_proxies: &[ipnet::IpNet]) -> ApiC
     }
 }
 
-fn limit_policy(args: &ServeArgs) -> anyhow::Result<LimitPolicy> {
-    Ok(LimitPolicy {
+fn limit_policy(args: &ServeArgs) -> anyhow::Result<RateLimitPolicy> {
+    Ok(RateLimitPolicy {
         suspend_after: args.suspend_after,
         suspension: Duration::from_secs(args.suspension_secs),
         per_address: Quota::per_minute_only(args.per_address_per_minute)
@@ -60,7 +60,7 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
             "moka" => Arc::new(MokaRateLimiter::new(limits, args.limiter_capacity, clock.clone())),
             _ => Arc::new(MemoryRateLimiter::new(limits, args.limiter_capacity, clock.clone())),
         },
-        limits,
+        rate_limit_policy: limits,
         clock,
         config: Arc::new(api_config(&args.document, &args.trusted_proxies)),
     })
@@ -69,12 +69,12 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
 /// The OpenAPI document, as the server would serve it.
 pub fn openapi_document(cli: &Cli, document: &DocumentArgs) -> String {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let limits = LimitPolicy::default();
+    let limits = RateLimitPolicy::default();
     let state = AppState {
         pets: PetService::new(Arc::new(MemoryPetRepository::new())),
         keys: KeyService::new(Arc::new(MemoryApiKeyStore::new()), clock.clone(), cli.environment),
         limiter: Arc::new(MemoryRateLimiter::new(limits, 1, clock.clone())),
-        limits,
+        rate_limit_policy: limits,
         clock,
         config: Arc::new(api_config(document, &[])),
     };

@@ -46,14 +46,19 @@ impl Environment {
     }
 }
 
+/// An environment name other than `production` and `staging`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown environment {0:?}: expected production or staging")]
+pub struct EnvironmentError(pub String);
+
 impl FromStr for Environment {
-    type Err = String;
+    type Err = EnvironmentError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "production" => Ok(Self::Production),
             "staging" => Ok(Self::Staging),
-            other => Err(format!("unknown environment {other:?}: expected production or staging")),
+            other => Err(EnvironmentError(other.to_owned())),
         }
     }
 }
@@ -71,7 +76,7 @@ pub struct KeyId(String);
 /// A string that is not a key id.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{0:?} is not a key id: expected 12 lowercase letters and digits")]
-pub struct InvalidKeyId(pub String);
+pub struct KeyIdError(pub String);
 
 impl KeyId {
     const LEN: usize = 12;
@@ -80,13 +85,13 @@ impl KeyId {
     ///
     /// # Errors
     ///
-    /// [`InvalidKeyId`] when `id` is not 12 lowercase letters and digits.
-    pub fn parse(id: &str) -> Result<Self, InvalidKeyId> {
+    /// [`KeyIdError`] when `id` is not 12 lowercase letters and digits.
+    pub fn new(id: &str) -> Result<Self, KeyIdError> {
         if id.len() == Self::LEN && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         {
             Ok(Self(id.to_owned()))
         } else {
-            Err(InvalidKeyId(id.to_owned()))
+            Err(KeyIdError(id.to_owned()))
         }
     }
 
@@ -208,7 +213,7 @@ impl PresentedKey {
         if !well_formed {
             return None;
         }
-        Some(Self { environment, id: KeyId::parse(id).ok()?, digest: KeyDigest::of(key) })
+        Some(Self { environment, id: KeyId::new(id).ok()?, digest: KeyDigest::of(key) })
     }
 }
 
@@ -298,9 +303,9 @@ mod tests {
 
     #[test]
     fn key_ids_and_names_are_validated() {
-        assert!(KeyId::parse("abcdef012345").is_ok());
-        assert!(KeyId::parse("ABCDEF012345").is_err());
-        assert!(KeyId::parse("abc").is_err());
+        assert!(KeyId::new("abcdef012345").is_ok());
+        assert!(KeyId::new("ABCDEF012345").is_err());
+        assert!(KeyId::new("abc").is_err());
         assert!(KeyName::new("ci bot").is_ok());
         assert!(KeyName::new(" ").is_err());
         assert!(KeyName::new("a\tb").is_err());

@@ -16,20 +16,25 @@
 //! `animal-store-infra`, HTTP in `animal-store-api`.
 
 pub mod api_key;
-pub mod limit;
 pub mod pet;
 pub mod plan;
 pub mod ports;
+pub mod rate_limit;
 pub mod service;
 
-pub use api_key::{ApiKey, ApiKeySecret, Environment, KeyDigest, KeyId, KeyName, KeyNameError};
-pub use limit::{Decision, LimitPolicy, LimitState, RateLimiter, Subject, Verdict, WindowUsage};
+pub use api_key::{
+    ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
+    KeyNameError,
+};
 pub use pet::{
-    CategoryId, CategoryIdError, NewPet, PageLimit, PageLimitError, Pet, PetId, PetName,
-    PetNameError, PetStatus, UnknownPetStatus,
+    CategoryId, CategoryIdError, NewPet, PageSize, PageSizeError, Pet, PetId, PetName,
+    PetNameError, PetStatus, PetStatusError,
 };
 pub use plan::{Plan, PlanError, Quota};
-pub use ports::{ApiKeyStore, Clock, PetRepository, RepositoryError};
+pub use ports::{ApiKeyStore, BoxError, Clock, PetRepository, RepositoryError};
+pub use rate_limit::{
+    Decision, RateLimitPolicy, RateLimitState, RateLimiter, Subject, Verdict, WindowUsage,
+};
 pub use service::{
     GetPetError, IssuedKey, KeyService, PetPage, PetQuery, PetService, RevokeKeyError,
 };

@@ -133,7 +133,7 @@ pub enum PetStatus {
 /// A string that is not one of the statuses.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("status must be one of available, pending, sold; got {0:?}")]
-pub struct UnknownPetStatus(pub String);
+pub struct PetStatusError(pub String);
 
 impl PetStatus {
     /// Every status, in the order the contract lists them.
@@ -150,13 +150,13 @@ impl PetStatus {
 }
 
 impl FromStr for PetStatus {
-    type Err = UnknownPetStatus;
+    type Err = PetStatusError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
             .find(|status| status.as_str() == s)
-            .ok_or_else(|| UnknownPetStatus(s.to_owned()))
+            .ok_or_else(|| PetStatusError(s.to_owned()))
     }
 }
 
@@ -199,14 +199,14 @@ impl Pet {
 
 /// How many pets one page of a listing holds: 1 to 100, 20 by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageLimit(u8);
+pub struct PageSize(u8);
 
-/// Why an integer is not a valid [`PageLimit`].
+/// Why an integer is not a valid [`PageSize`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[error("limit must be between 1 and 100, got {0}")]
-pub struct PageLimitError(pub i64);
+pub struct PageSizeError(pub i64);
 
-impl PageLimit {
+impl PageSize {
     /// The smallest page.
     pub const MIN: u8 = 1;
     /// The largest page.
@@ -218,13 +218,13 @@ impl PageLimit {
     ///
     /// # Errors
     ///
-    /// [`PageLimitError`] when `limit` is outside `1..=100`.
-    pub fn new(limit: i64) -> Result<Self, PageLimitError> {
+    /// [`PageSizeError`] when `limit` is outside `1..=100`.
+    pub fn new(limit: i64) -> Result<Self, PageSizeError> {
         u8::try_from(limit)
             .ok()
             .filter(|l| (Self::MIN..=Self::MAX).contains(l))
             .map(Self)
-            .ok_or(PageLimitError(limit))
+            .ok_or(PageSizeError(limit))
     }
 
     /// The page size.
@@ -233,7 +233,7 @@ impl PageLimit {
     }
 }
 
-impl Default for PageLimit {
+impl Default for PageSize {
     fn default() -> Self {
         Self::DEFAULT
     }
@@ -275,13 +275,13 @@ mod tests {
 
     #[test]
     fn page_limit_rules() {
-        assert_eq!(PageLimit::default().get(), 20);
-        assert_eq!(PageLimit::new(1).map(PageLimit::get), Ok(1));
-        assert_eq!(PageLimit::new(100).map(PageLimit::get), Ok(100));
-        assert_eq!(PageLimit::new(0), Err(PageLimitError(0)));
-        assert_eq!(PageLimit::new(101), Err(PageLimitError(101)));
-        assert_eq!(PageLimit::new(-1), Err(PageLimitError(-1)));
-        assert_eq!(PageLimit::new(356), Err(PageLimitError(356)));
+        assert_eq!(PageSize::default().get(), 20);
+        assert_eq!(PageSize::new(1).map(PageSize::get), Ok(1));
+        assert_eq!(PageSize::new(100).map(PageSize::get), Ok(100));
+        assert_eq!(PageSize::new(0), Err(PageSizeError(0)));
+        assert_eq!(PageSize::new(101), Err(PageSizeError(101)));
+        assert_eq!(PageSize::new(-1), Err(PageSizeError(-1)));
+        assert_eq!(PageSize::new(356), Err(PageSizeError(356)));
     }
 
     proptest! {
@@ -316,7 +316,7 @@ mod tests {
 
         #[test]
         fn page_limits_are_accepted_exactly_in_range(limit in any::<i64>()) {
-            prop_assert_eq!(PageLimit::new(limit).is_ok(), (1..=100).contains(&limit));
+            prop_assert_eq!(PageSize::new(limit).is_ok(), (1..=100).contains(&limit));
         }
 
         #[test]

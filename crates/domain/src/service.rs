@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use thiserror::Error;
 
 use crate::api_key::{ApiKey, ApiKeySecret, Environment, KeyId, KeyName, PresentedKey};
-use crate::pet::{NewPet, PageLimit, Pet, PetId, PetStatus};
+use crate::pet::{NewPet, PageSize, Pet, PetId, PetStatus};
 use crate::plan::Plan;
 use crate::ports::{ApiKeyStore, Clock, PetRepository, RepositoryError};
 
@@ -19,7 +19,7 @@ pub struct PetQuery {
     /// Only pets with this status, when given.
     pub status: Option<PetStatus>,
     /// At most this many pets.
-    pub limit: PageLimit,
+    pub limit: PageSize,
     /// Only pets after this id: the position a cursor carries.
     pub after: Option<PetId>,
 }

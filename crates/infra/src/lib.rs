@@ -6,7 +6,7 @@
 //!   entities and migrations, and [`sql::Database`], which opens and tunes a connection.
 //! - [`memory`]: in-memory adapters for every port, for tests, demos and `memory://`.
 //! - [`cache`]: a short-lived cache in front of any key store, for authentication.
-//! - [`limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
+//! - [`rate_limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
 //! - [`clock`]: the system clock and a manual clock for tests.
 //! - [`conformance`]: the suites every adapter of a port must pass; the tests of this crate run
 //!   them against every adapter, and a new adapter proves itself by passing them too.
@@ -17,12 +17,12 @@
 pub mod cache;
 pub mod clock;
 pub mod conformance;
-pub mod limiter;
 pub mod memory;
+pub mod rate_limiter;
 pub mod sql;
 
 pub use cache::CachedApiKeyStore;
 pub use clock::{FileClock, ManualClock, SystemClock};
-pub use limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
+pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use sql::{Database, DatabaseError, DatabaseOptions, SeaOrmApiKeyStore, SeaOrmPetRepository};

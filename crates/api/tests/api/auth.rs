@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use animal_store_api::{ApiConfig, AppState, app};
 use animal_store_domain::{
-    ApiKeyStore, Clock, Environment, KeyService, LimitPolicy, PetService, Plan, RepositoryError,
+    ApiKeyStore, Clock, Environment, KeyService, PetService, Plan, RateLimitPolicy, RepositoryError,
 };
 use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter};
 use async_trait::async_trait;
@@ -111,8 +111,12 @@ async fn an_unreachable_key_store_is_503() {
     let state = AppState {
         pets: PetService::new(Arc::new(MemoryPetRepository::new())),
         keys,
-        limiter: Arc::new(MemoryRateLimiter::new(LimitPolicy::default(), 10_000, clock.clone())),
-        limits: LimitPolicy::default(),
+        limiter: Arc::new(MemoryRateLimiter::new(
+            RateLimitPolicy::default(),
+            10_000,
+            clock.clone(),
+        )),
+        rate_limit_policy: RateLimitPolicy::default(),
         clock,
         config: Arc::new(ApiConfig::default()),
     };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use animal_store_api::{ApiConfig, AppState, app};
 use animal_store_domain::{
-    Environment, KeyService, LimitPolicy, Pet, PetRepository, PetService, Plan,
+    Environment, KeyService, Pet, PetRepository, PetService, Plan, RateLimitPolicy,
 };
 use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter};
 use poem::Response;
@@ -63,11 +63,11 @@ impl Harness {
             keys: keys.clone(),
             clock: Arc::new(clock.clone()),
             limiter: Arc::new(MemoryRateLimiter::new(
-                LimitPolicy::default(),
+                RateLimitPolicy::default(),
                 10_000,
                 Arc::new(clock.clone()),
             )),
-            limits: LimitPolicy::default(),
+            rate_limit_policy: RateLimitPolicy::default(),
             config: Arc::new(ApiConfig::default()),
         };
         Self { client: TestClient::new(app(state)), pets, keys, clock, key }

@@ -17,11 +17,11 @@ use futures_util::future::join_all;
 
 use std::sync::Arc;
 
-use animal_store_domain::limit::DAY;
+use animal_store_domain::rate_limit::DAY;
 use animal_store_domain::{
-    ApiKey, ApiKeySecret, ApiKeyStore, CategoryId, Clock, Environment, KeyId, KeyName, LimitPolicy,
-    NewPet, PetId, PetName, PetRepository, PetStatus, Plan, Quota, RateLimiter, RepositoryError,
-    Subject, Verdict,
+    ApiKey, ApiKeySecret, ApiKeyStore, CategoryId, Clock, Environment, KeyId, KeyName, NewPet,
+    PetId, PetName, PetRepository, PetStatus, Plan, Quota, RateLimitPolicy, RateLimiter,
+    RepositoryError, Subject, Verdict,
 };
 
 fn new_pet(name: &str, category: i64, status: PetStatus) -> NewPet {
@@ -200,7 +200,7 @@ pub async fn api_key_store(store: &dyn ApiKeyStore) {
     let other =
         store.find_by_digest(&custom_secret.digest()).await.expect("find").expect("the key");
     assert_eq!(other.revoked_at, None, "other keys stay live");
-    let unknown = KeyId::parse("zzzzzzzzzzzz").expect("a valid id");
+    let unknown = KeyId::new("zzzzzzzzzzzz").expect("a valid id");
     assert!(
         store.revoke(&unknown, first).await.expect("revoke").is_none(),
         "revoking an unknown id finds nothing"
@@ -214,10 +214,10 @@ pub const LIMITER_EPOCH: u64 = 1_795_305_600;
 /// the suite moves the clock itself.
 pub async fn rate_limiter<F>(make: F)
 where
-    F: Fn(Arc<dyn Clock>, LimitPolicy) -> Arc<dyn RateLimiter>,
+    F: Fn(Arc<dyn Clock>, RateLimitPolicy) -> Arc<dyn RateLimiter>,
 {
-    let policy = LimitPolicy::default();
-    let key = |n: u8| Subject::Key(KeyId::parse(&format!("key{n:09}")).expect("a valid id"));
+    let policy = RateLimitPolicy::default();
+    let key = |n: u8| Subject::Key(KeyId::new(&format!("key{n:09}")).expect("a valid id"));
     let free = Plan::Free.quota();
 
     // A minute quota: exactly 60 admitted, remaining counting down, then limited until the
@@ -274,7 +274,8 @@ where
 
     // Calling on while limited suspends a key; the suspension ends on time.
     let clock = ManualClock::at_unix(LIMITER_EPOCH + 7_200);
-    let strict = LimitPolicy { suspend_after: 3, suspension: Duration::from_secs(600), ..policy };
+    let strict =
+        RateLimitPolicy { suspend_after: 3, suspension: Duration::from_secs(600), ..policy };
     let limiter = make(Arc::new(clock.clone()), strict);
     let tiny = Quota::new(1, 100).expect("a quota");
     assert!(limiter.check(&key(4), tiny).await.is_admitted());

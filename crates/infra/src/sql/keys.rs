@@ -65,7 +65,7 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
         n.map(|n| u32::try_from(n).map_err(|e| corrupt("api_keys", e))).transpose()
     };
     Ok(ApiKey {
-        id: KeyId::parse(&row.id).map_err(|e| corrupt("api_keys", e))?,
+        id: KeyId::new(&row.id).map_err(|e| corrupt("api_keys", e))?,
         name: row
             .name
             .as_deref()

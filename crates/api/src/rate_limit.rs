@@ -64,8 +64,11 @@ pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
         Verdict::Admitted => return None,
         Verdict::Limited { retry_after } => {
             let binding = decision.binding();
-            let window =
-                if binding.length == animal_store_domain::limit::DAY { "day" } else { "minute" };
+            let window = if binding.length == animal_store_domain::rate_limit::DAY {
+                "day"
+            } else {
+                "minute"
+            };
             let warning = match subject {
                 Subject::Key(_) => "; calling on while limited suspends the key",
                 Subject::Address(_) => "",

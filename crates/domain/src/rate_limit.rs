@@ -6,9 +6,9 @@
 //! if both have room; an admitted request counts in both, a refused one in neither. A key that
 //! goes on calling while limited is suspended for a while.
 //!
-//! Everything here is pure arithmetic on Unix seconds: [`LimitState::check`] is the whole
+//! Everything here is pure arithmetic on Unix seconds: [`RateLimitState::check`] is the whole
 //! state machine, and every [`RateLimiter`] adapter (in memory, in moka, in a shared store
-//! later) stores [`LimitState`]s and runs that one function under a per-subject lock, so
+//! later) stores [`RateLimitState`]s and runs that one function under a per-subject lock, so
 //! they cannot disagree on the rules.
 
 use std::net::IpAddr;
@@ -35,7 +35,7 @@ pub enum Subject {
 
 /// What the service does about subjects that exceed their quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LimitPolicy {
+pub struct RateLimitPolicy {
     /// A key refused more than this many times after its first refusal, while limited, is
     /// suspended.
     pub suspend_after: u32,
@@ -45,7 +45,7 @@ pub struct LimitPolicy {
     pub per_address: Quota,
 }
 
-impl Default for LimitPolicy {
+impl Default for RateLimitPolicy {
     fn default() -> Self {
         Self {
             suspend_after: 30,
@@ -126,7 +126,7 @@ pub fn unix_seconds(at: SystemTime) -> u64 {
 
 /// The counters of one subject.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LimitState {
+pub struct RateLimitState {
     // Window indices (minutes and days since the Unix epoch) rather than start instants:
     // a state is 32 bytes, and a million of them fit in a few tens of MiB.
     minute: u32,
@@ -139,14 +139,14 @@ pub struct LimitState {
     suspended_until: u64,
 }
 
-impl LimitState {
+impl RateLimitState {
     /// Decides on one request of a subject with `quota` at `now` (Unix seconds), and
     /// updates the counters. `suspendable` is false for subjects that cannot be suspended
     /// (client addresses).
     pub fn check(
         &mut self,
         quota: Quota,
-        policy: &LimitPolicy,
+        policy: &RateLimitPolicy,
         suspendable: bool,
         now: u64,
     ) -> Decision {
@@ -222,7 +222,7 @@ impl LimitState {
     pub fn peek(
         &self,
         quota: Quota,
-        policy: &LimitPolicy,
+        policy: &RateLimitPolicy,
         suspendable: bool,
         now: u64,
     ) -> Decision {
@@ -272,8 +272,8 @@ mod tests {
 
     #[test]
     fn a_minute_quota_admits_exactly_its_count_then_limits_until_the_next_minute() {
-        let policy = LimitPolicy::default();
-        let mut state = LimitState::default();
+        let policy = RateLimitPolicy::default();
+        let mut state = RateLimitState::default();
         let now = MIDNIGHT + 10;
         for i in 0..60 {
             let d = state.check(quota(60, 1000), &policy, true, now);
@@ -296,8 +296,8 @@ mod tests {
 
     #[test]
     fn a_full_day_binds_until_utc_midnight() {
-        let policy = LimitPolicy::default();
-        let mut state = LimitState::default();
+        let policy = RateLimitPolicy::default();
+        let mut state = RateLimitState::default();
         let start = MIDNIGHT + DAY - 120;
         for i in 0..50 {
             assert!(state.check(quota(1000, 50), &policy, true, start + i).is_admitted());
@@ -314,8 +314,8 @@ mod tests {
 
     #[test]
     fn on_a_tie_the_window_that_resets_later_binds() {
-        let policy = LimitPolicy::default();
-        let mut state = LimitState::default();
+        let policy = RateLimitPolicy::default();
+        let mut state = RateLimitState::default();
         let d = state.check(quota(5, 5), &policy, true, MIDNIGHT);
         assert_eq!(d.minute.remaining, d.day.remaining);
         assert_eq!(d.binding(), d.day);
@@ -323,12 +323,12 @@ mod tests {
 
     #[test]
     fn calling_on_while_limited_suspends_the_key() {
-        let policy = LimitPolicy {
+        let policy = RateLimitPolicy {
             suspend_after: 30,
             suspension: Duration::from_secs(900),
-            ..LimitPolicy::default()
+            ..RateLimitPolicy::default()
         };
-        let mut state = LimitState::default();
+        let mut state = RateLimitState::default();
         let q = quota(2, 100);
         let now = MIDNIGHT + 1;
         assert!(state.check(q, &policy, true, now).is_admitted());
@@ -350,8 +350,8 @@ mod tests {
 
     #[test]
     fn addresses_are_limited_but_never_suspended() {
-        let policy = LimitPolicy::default();
-        let mut state = LimitState::default();
+        let policy = RateLimitPolicy::default();
+        let mut state = RateLimitState::default();
         for _ in 0..200 {
             let d = state.check(policy.per_address, &policy, false, MIDNIGHT);
             assert!(!matches!(d.verdict, Verdict::Suspended { .. }));
@@ -367,9 +367,9 @@ mod tests {
             per_day in 1u32..60,
             steps in prop::collection::vec(0u64..90, 1..400),
         ) {
-            let policy = LimitPolicy::default();
+            let policy = RateLimitPolicy::default();
             let q = quota(per_minute, per_day);
-            let mut state = LimitState::default();
+            let mut state = RateLimitState::default();
             let mut now = MIDNIGHT + DAY - 3_000;
             let mut admitted: std::collections::HashMap<(u64, u64), u32> = std::collections::HashMap::new();
             for step in steps {

@@ -1,7 +1,7 @@
 //! The cost of one rate-limit decision in each limiter adapter: alone, and with two threads
 //! deciding at once on one key (they contend for its lock) or on distinct keys.
 //!
-//! Run with `cargo bench -p animal-store-infra --bench limiter`. The quota is large enough
+//! Run with `cargo bench -p animal-store-infra --bench rate_limiter`. The quota is large enough
 //! that every request is admitted: the measured path is the common one.
 
 #![expect(missing_docs, reason = "criterion's macros generate undocumented functions")]
@@ -10,19 +10,19 @@ use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use animal_store_domain::{KeyId, LimitPolicy, Quota, RateLimiter, Subject};
+use animal_store_domain::{KeyId, Quota, RateLimitPolicy, RateLimiter, Subject};
 use animal_store_infra::{MemoryRateLimiter, MokaRateLimiter, SystemClock};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
 
 fn key(n: usize) -> Subject {
-    Subject::Key(KeyId::parse(&format!("{n:012}")).expect("a valid id"))
+    Subject::Key(KeyId::new(&format!("{n:012}")).expect("a valid id"))
 }
 
 type Limiter = Arc<dyn RateLimiter>;
 
 fn limiter(adapter: &str) -> Limiter {
-    let (policy, clock) = (LimitPolicy::default(), Arc::new(SystemClock));
+    let (policy, clock) = (RateLimitPolicy::default(), Arc::new(SystemClock));
     match adapter {
         "moka" => Arc::new(MokaRateLimiter::new(policy, 1_000_000, clock)),
         _ => Arc::new(MemoryRateLimiter::new(policy, 1_000_000, clock)),

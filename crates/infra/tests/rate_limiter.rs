@@ -30,13 +30,13 @@ async fn a_tiny_memory_rate_limiter_still_passes() {
 
 #[tokio::test]
 async fn the_memory_rate_limiter_forgets_subjects_whose_day_is_over() {
-    use animal_store_domain::{LimitPolicy, Plan, RateLimiter, Subject};
+    use animal_store_domain::{Plan, RateLimitPolicy, RateLimiter, Subject};
     use animal_store_infra::ManualClock;
     use std::time::Duration;
 
     let clock = ManualClock::at_unix(conformance::LIMITER_EPOCH);
     let limiter =
-        MemoryRateLimiter::new(LimitPolicy::default(), 1_000_000, Arc::new(clock.clone()));
+        MemoryRateLimiter::new(RateLimitPolicy::default(), 1_000_000, Arc::new(clock.clone()));
     for n in 0..10_000_u32 {
         let subject = Subject::Address(std::net::IpAddr::from(n.to_be_bytes()));
         assert!(limiter.check(&subject, Plan::Free.quota()).await.is_admitted());

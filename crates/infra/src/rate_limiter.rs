@@ -1,7 +1,7 @@
 //! Rate limiter adapters: [`MemoryRateLimiter`], compact sharded maps and the server's
 //! default, and [`MokaRateLimiter`], counters in a moka cache.
 //!
-//! Both keep one [`LimitState`] per subject and run the domain's [`LimitState::check`] under
+//! Both keep one [`RateLimitState`] per subject and run the domain's [`RateLimitState::check`] under
 //! a per-subject lock, so concurrent requests of one subject are decided one after another
 //! and a subject never gets more than its quota admitted.
 
@@ -11,8 +11,10 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use animal_store_domain::limit::{DAY, unix_seconds, window_start};
-use animal_store_domain::{Clock, Decision, LimitPolicy, LimitState, Quota, RateLimiter, Subject};
+use animal_store_domain::rate_limit::{DAY, unix_seconds, window_start};
+use animal_store_domain::{
+    Clock, Decision, Quota, RateLimitPolicy, RateLimitState, RateLimiter, Subject,
+};
 use async_trait::async_trait;
 use moka::Expiry;
 use moka::sync::Cache;
@@ -47,7 +49,7 @@ impl CounterKey {
     }
 }
 
-type SharedState = Arc<Mutex<LimitState>>;
+type SharedState = Arc<Mutex<RateLimitState>>;
 
 /// Counters in a moka cache: bounded in memory by a capacity, and by an expiry that keeps
 /// every entry at least until the end of the UTC day (and of any suspension) in which it was
@@ -57,7 +59,7 @@ type SharedState = Arc<Mutex<LimitState>>;
 /// day counter after an idle hour; the expiry here is computed from the windows instead.
 pub struct MokaRateLimiter {
     states: Cache<CounterKey, SharedState>,
-    policy: LimitPolicy,
+    policy: RateLimitPolicy,
     clock: Arc<dyn Clock>,
 }
 
@@ -98,7 +100,7 @@ impl MokaRateLimiter {
     pub const DEFAULT_CAPACITY: u64 = 2_000_000;
 
     /// A limiter applying `policy`, keeping at most `capacity` subjects, on `clock`.
-    pub fn new(policy: LimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(policy: RateLimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
         let expiry =
             UntilWindowsEnd { clock: clock.clone(), slack: policy.suspension.as_secs() + 60 };
         Self {
@@ -142,7 +144,7 @@ impl RateLimiter for MokaRateLimiter {
 
 /// Counters in sharded hash maps: the compact adapter, and the server's default.
 ///
-/// A subject costs its 17-byte key and 32-byte [`LimitState`] plus the map's slack: under a
+/// A subject costs its 17-byte key and 32-byte [`RateLimitState`] plus the map's slack: under a
 /// third of a moka entry (see `docs/benchmarks.md`). Subjects hash to one of [`SHARDS`]
 /// shards, each behind its own lock, so two cores rarely meet. A shard forgets the states
 /// whose windows and suspension are over when it has doubled since its last sweep, and when
@@ -151,7 +153,7 @@ pub struct MemoryRateLimiter {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
     shard_capacity: usize,
-    policy: LimitPolicy,
+    policy: RateLimitPolicy,
     clock: Arc<dyn Clock>,
 }
 
@@ -160,7 +162,7 @@ pub const SHARDS: usize = 64;
 
 #[derive(Default)]
 struct Shard {
-    states: HashMap<CounterKey, LimitState>,
+    states: HashMap<CounterKey, RateLimitState>,
     /// The size at which the next sweep runs.
     sweep_at: usize,
 }
@@ -189,7 +191,7 @@ impl Shard {
 
 impl MemoryRateLimiter {
     /// A limiter applying `policy` on `clock`, keeping at most about `capacity` subjects.
-    pub fn new(policy: LimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(policy: RateLimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
         let capacity = usize::try_from(capacity).unwrap_or(usize::MAX);
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),

@@ -3,13 +3,13 @@
 //! `/proc/self/statm`. Each adapter is measured in a fresh process of its own, so that
 //! memory freed by one cannot flatter the other.
 //!
-//! Run with `cargo bench -p animal-store-infra --bench limiter_memory`.
+//! Run with `cargo bench -p animal-store-infra --bench rate_limiter_memory`.
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use animal_store_domain::{KeyId, LimitPolicy, Plan, RateLimiter, Subject};
+use animal_store_domain::{KeyId, Plan, RateLimitPolicy, RateLimiter, Subject};
 use animal_store_infra::{MemoryRateLimiter, MokaRateLimiter, SystemClock};
 use futures_util::FutureExt;
 
@@ -27,7 +27,7 @@ fn measure(adapter: &str) {
         println!("limiter memory: /proc/self/statm is not readable here; nothing measured");
         return;
     };
-    let (policy, clock) = (LimitPolicy::default(), Arc::new(SystemClock));
+    let (policy, clock) = (RateLimitPolicy::default(), Arc::new(SystemClock));
     let limiter: Box<dyn RateLimiter> = match adapter {
         "moka" => Box::new(MokaRateLimiter::new(policy, 2_000_000, clock)),
         _ => Box::new(MemoryRateLimiter::new(policy, 2_000_000, clock)),
@@ -35,7 +35,7 @@ fn measure(adapter: &str) {
     let quota = Plan::Free.quota();
     let started = Instant::now();
     for n in 0..KEYS {
-        let subject = Subject::Key(KeyId::parse(&format!("{n:012}")).expect("a valid id"));
+        let subject = Subject::Key(KeyId::new(&format!("{n:012}")).expect("a valid id"));
         let decision = limiter.check(&subject, quota).now_or_never().expect("ready at once");
         assert!(decision.is_admitted());
     }
