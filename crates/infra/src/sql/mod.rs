@@ -11,7 +11,7 @@
 //!
 //! Every write goes through one task, the writer, which owns the writer connection, commits
 //! queued writes together (group commit) and replaces its connection after any failure. See
-//! [`writer`](self::writer) for the invariant that keeps an acknowledged write stored.
+//! `writer.rs` for the invariant that keeps an acknowledged write stored.
 
 mod entity;
 mod keys;
