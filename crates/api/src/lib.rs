@@ -35,7 +35,7 @@ use poem::web::Html;
 use poem::{EndpointExt, IntoEndpoint, Response, Route, get};
 
 pub use openapi::API_VERSION;
-pub use state::{ApiConfig, AppState};
+pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
 use routes::RouteTable;
 

@@ -22,6 +22,11 @@ pub struct AppState {
     pub config: Arc<ApiConfig>,
 }
 
+/// The production address the document lists unless configured otherwise.
+pub const DEFAULT_PRODUCTION_URL: &str = "https://api.animal-store.example/v1";
+/// The staging address the document lists unless configured otherwise.
+pub const DEFAULT_STAGING_URL: &str = "https://staging.api.animal-store.example/v1";
+
 /// Settings of the HTTP API.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiConfig {
@@ -36,8 +41,8 @@ pub struct ApiConfig {
 impl Default for ApiConfig {
     fn default() -> Self {
         Self {
-            production_url: "https://api.animal-store.example/v1".to_owned(),
-            staging_url: "https://staging.api.animal-store.example/v1".to_owned(),
+            production_url: DEFAULT_PRODUCTION_URL.to_owned(),
+            staging_url: DEFAULT_STAGING_URL.to_owned(),
             trusted_proxies: Vec::new(),
         }
     }

@@ -1,8 +1,9 @@
 //! The command line: every setting is a flag with an environment variable beside it.
 
+use animal_store_api::{DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 use animal_store_domain::Environment;
 use clap::parser::ValueSource;
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 /// The Animal Store server and its administration commands.
 #[derive(Debug, Clone, Parser)]
@@ -53,19 +54,11 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct DocumentArgs {
     /// The production address, `/v1` included, listed in the OpenAPI document.
-    #[arg(
-        long,
-        env = "ANIMAL_STORE_PRODUCTION_URL",
-        default_value = "https://api.animal-store.example/v1"
-    )]
+    #[arg(long, env = "ANIMAL_STORE_PRODUCTION_URL", default_value = DEFAULT_PRODUCTION_URL)]
     pub production_url: String,
 
     /// The staging address, `/v1` included, listed in the OpenAPI document.
-    #[arg(
-        long,
-        env = "ANIMAL_STORE_STAGING_URL",
-        default_value = "https://staging.api.animal-store.example/v1"
-    )]
+    #[arg(long, env = "ANIMAL_STORE_STAGING_URL", default_value = DEFAULT_STAGING_URL)]
     pub staging_url: String,
 }
 
@@ -104,8 +97,8 @@ pub struct ServeArgs {
 
     /// Where request counters are kept: `memory` (compact sharded maps) or `moka` (a moka
     /// cache, about three times the memory per subject; see docs/benchmarks.md).
-    #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", default_value = "memory", value_parser = ["memory", "moka"])]
-    pub rate_limiter: String,
+    #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", value_enum, default_value_t = RateLimiterKind::Memory)]
+    pub rate_limiter: RateLimiterKind,
 
     /// The most subjects (keys and client addresses) whose counters are kept in memory.
     #[arg(long, env = "ANIMAL_STORE_LIMITER_CAPACITY", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -115,6 +108,40 @@ pub struct ServeArgs {
     /// that must cross a minute, a day or a sunset without waiting; never in production.
     #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE", hide = true)]
     pub clock_file: Option<std::path::PathBuf>,
+}
+
+/// Where the rate-limit counters are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RateLimiterKind {
+    /// Compact sharded maps in this process.
+    Memory,
+    /// A moka cache in this process.
+    Moka,
+}
+
+/// The plans a key can be issued on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanName {
+    /// 60 requests a minute, 1,000 a day.
+    Free,
+    /// 300 requests a minute, 10,000 a day.
+    Pro,
+    /// 1,000 requests a minute, 100,000 a day.
+    Business,
+    /// Quotas set per key with `--per-minute` and `--per-day`.
+    Enterprise,
+}
+
+impl PlanName {
+    /// The plan's name, as the domain knows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Free => "free",
+            Self::Pro => "pro",
+            Self::Business => "business",
+            Self::Enterprise => "enterprise",
+        }
+    }
 }
 
 /// An address or a network: `10.0.0.1` or `10.0.0.0/8`.
@@ -131,8 +158,8 @@ pub enum KeysCommand {
     /// stored.
     Create {
         /// The plan that sets the key's quotas.
-        #[arg(long, value_parser = ["free", "pro", "business", "enterprise"])]
-        plan: String,
+        #[arg(long, value_enum)]
+        plan: PlanName,
         /// A name to tell the key apart in `keys list`.
         #[arg(long)]
         name: Option<String>,
@@ -152,21 +179,6 @@ pub enum KeysCommand {
     },
 }
 
-/// The options of `serve` that can also stand before any command, for `animal-store --bind ...`.
-const SERVE_OPTIONS: [(&str, &str); 11] = [
-    ("rate_limiter", "--rate-limiter"),
-    ("bind", "--bind"),
-    ("production_url", "--production-url"),
-    ("staging_url", "--staging-url"),
-    ("shutdown_grace", "--shutdown-grace"),
-    ("suspend_after", "--suspend-after"),
-    ("suspension_secs", "--suspension-secs"),
-    ("per_address_per_minute", "--per-address-per-minute"),
-    ("trusted_proxies", "--trusted-proxy"),
-    ("limiter_capacity", "--limiter-capacity"),
-    ("clock_file", "--clock-file"),
-];
-
 /// Parses the command line, exiting with clap's message and code 2 on a mistake. An option
 /// of `serve` written before a command (`animal-store --bind X keys list`, or even
 /// `... --bind X serve`) would be ignored, so it is refused instead.
@@ -174,11 +186,18 @@ pub fn parse() -> Cli {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     if matches.subcommand_name().is_some() {
-        let misplaced = SERVE_OPTIONS
-            .iter()
-            .find(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine));
-        if let Some((id, flag)) = misplaced {
-            let commands = if id.ends_with("_url") { "`serve` or `openapi`" } else { "`serve`" };
+        // The options of `serve` that can also stand before any command, read off its
+        // definition.
+        let serve = ServeArgs::augment_args(clap::Command::new("serve"));
+        let document = DocumentArgs::augment_args(clap::Command::new("openapi"));
+        let misplaced = serve.get_arguments().find(|arg| {
+            matches.try_get_raw(arg.get_id().as_str()).is_ok()
+                && matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine)
+        });
+        if let Some(arg) = misplaced {
+            let flag = format!("--{}", arg.get_long().unwrap_or_default());
+            let in_document = document.get_arguments().any(|a| a.get_id() == arg.get_id());
+            let commands = if in_document { "`serve` or `openapi`" } else { "`serve`" };
             Cli::command()
                 .error(
                     clap::error::ErrorKind::ArgumentConflict,

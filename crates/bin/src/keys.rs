@@ -23,7 +23,8 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
     // Check the arguments before touching the database.
     let create = match &command {
         KeysCommand::Create { plan, name, per_minute, per_day } => Some((
-            Plan::new(plan, *per_minute, *per_day).map_err(|e| Failure::Startup(e.into()))?,
+            Plan::new(plan.as_str(), *per_minute, *per_day)
+                .map_err(|e| Failure::Startup(e.into()))?,
             name.as_deref()
                 .map(KeyName::new)
                 .transpose()

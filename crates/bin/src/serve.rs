@@ -15,7 +15,7 @@ use poem::Server;
 use poem::listener::{Acceptor, Listener, TcpListener};
 
 use crate::Failure;
-use crate::cli::{Cli, DocumentArgs, ServeArgs};
+use crate::cli::{Cli, DocumentArgs, RateLimiterKind, ServeArgs};
 use crate::stores::Stores;
 
 fn api_config(document: &DocumentArgs, trusted_proxies: &[ipnet::IpNet]) -> ApiConfig {
@@ -56,9 +56,13 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
             clock.clone(),
             cli.environment,
         ),
-        limiter: match args.rate_limiter.as_str() {
-            "moka" => Arc::new(MokaRateLimiter::new(limits, args.limiter_capacity, clock.clone())),
-            _ => Arc::new(MemoryRateLimiter::new(limits, args.limiter_capacity, clock.clone())),
+        limiter: match args.rate_limiter {
+            RateLimiterKind::Moka => {
+                Arc::new(MokaRateLimiter::new(limits, args.limiter_capacity, clock.clone()))
+            }
+            RateLimiterKind::Memory => {
+                Arc::new(MemoryRateLimiter::new(limits, args.limiter_capacity, clock.clone()))
+            }
         },
         rate_limit_policy: limits,
         clock,
