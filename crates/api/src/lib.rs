@@ -4,24 +4,30 @@
 //! # Layout
 //!
 //! - [`app`] assembles the service: the operations under `/v1`, the document at
-//!   `/v1/openapi.json`, the docs page at `/v1/docs`, and the layers of [`middleware`].
-//! - `pets`: the operations; `body` and `params`: their inputs, parsed so that every
-//!   mistake gets the contract's error code and names its field.
-//! - [`error`]: the Error body and the one mapping from failures to responses.
-//! - `auth`, `deprecation`, `routes`, `openapi`: authentication, sunsets, the route table
-//!   and the document.
+//!   `/v1/openapi.json`, the docs page at `/v1/docs`, and the layers of [`middleware`], in
+//!   their order.
+//! - `operations`: the operations, one module per tag (`operations/pets.rs`: `animals`).
+//! - `dto`: what goes over the wire: bodies, parameters and the cursor, each documented by
+//!   its schema and parsed so that every mistake gets the contract's code and names its
+//!   field.
+//! - [`error`]: the codes, the Error body, and the one mapping from failures to responses.
+//! - [`middleware`]: one file per layer; `middleware/mod.rs` states their order and why.
+//! - `auth`, `rate_limit`, `client_address`: who is calling, how much they may, and from
+//!   where.
+//! - [`deprecation`], `routes`, `openapi`: sunsets, the route table read off the document,
+//!   and the document itself.
 //!
 //! This crate depends on the domain only; adapters are chosen by the binary and reach it
 //! as ports inside [`AppState`].
 
 mod auth;
-mod body;
+mod client_address;
 pub mod deprecation;
+mod dto;
 pub mod error;
 pub mod middleware;
 mod openapi;
-mod params;
-mod pets;
+mod operations;
 mod rate_limit;
 mod routes;
 mod state;

@@ -9,7 +9,7 @@ use poem_openapi::{OpenApiService, ServerObject};
 use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
-use crate::pets::PetsApi;
+use crate::operations::PetsApi;
 use crate::state::AppState;
 
 /// The version of the API description.

@@ -13,13 +13,11 @@
 //! A refused request is answered 429 `rate_limited` or `api_key_suspended` with
 //! `Retry-After` in whole seconds, and never reaches the operations.
 
-use std::net::IpAddr;
-
 use animal_store_domain::{Decision, Subject, Verdict, WindowUsage};
-use ipnet::IpNet;
 use poem::Request;
 use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
 
+use crate::client_address::client_address;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
@@ -27,35 +25,6 @@ use crate::state::AppState;
 /// against.
 pub fn address_subject(state: &AppState, req: &Request) -> Subject {
     Subject::Address(client_address(req, &state.config.trusted_proxies))
-}
-
-/// The client's address: the socket peer, unless the peer is a trusted proxy; then the
-/// nearest address in `X-Forwarded-For` that is not a trusted proxy itself.
-pub fn client_address(req: &Request, trusted_proxies: &[IpNet]) -> IpAddr {
-    let peer = req
-        .remote_addr()
-        .as_socket_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |addr| addr.ip().to_canonical());
-    forwarded_client(peer, req.headers(), trusted_proxies)
-}
-
-fn forwarded_client(peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpNet]) -> IpAddr {
-    let trusted = |ip: &IpAddr| trusted_proxies.iter().any(|net| net.contains(ip));
-    if !trusted(&peer) {
-        return peer;
-    }
-    // Each proxy appends the address it received from: read from the right, skipping our
-    // own proxies; the first other address is the client. Entries a client made up sit
-    // further left and are never reached.
-    let hops: Vec<IpAddr> = headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
-        .map(|ip| ip.to_canonical())
-        .collect();
-    hops.iter().rev().find(|ip| !trusted(ip)).or(hops.first()).copied().unwrap_or(peer)
 }
 
 /// The 429 for a refused request of `subject`.
@@ -131,36 +100,5 @@ pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
     }
     if let Ok(value) = HeaderValue::try_from(state) {
         set("ratelimit", value);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn forwarded(peer: [u8; 4], xff: &str, trusted: &[&str]) -> IpAddr {
-        let mut headers = HeaderMap::new();
-        headers.insert("x-forwarded-for", HeaderValue::from_str(xff).unwrap());
-        let trusted: Vec<IpNet> = trusted.iter().map(|t| t.parse().unwrap()).collect();
-        forwarded_client(IpAddr::from(peer), &headers, &trusted)
-    }
-
-    #[test]
-    fn forwarded_for_is_believed_only_from_trusted_proxies() {
-        assert_eq!(forwarded([1, 2, 3, 4], "9.9.9.9", &[]), IpAddr::from([1, 2, 3, 4]));
-        assert_eq!(forwarded([1, 2, 3, 4], "9.9.9.9", &["10.0.0.0/8"]), IpAddr::from([1, 2, 3, 4]));
-        assert_eq!(
-            forwarded([10, 0, 0, 1], "9.9.9.9", &["10.0.0.0/8"]),
-            IpAddr::from([9, 9, 9, 9])
-        );
-        assert_eq!(
-            forwarded([10, 0, 0, 1], "6.6.6.6, 9.9.9.9, 10.0.0.7", &["10.0.0.0/8"]),
-            IpAddr::from([9, 9, 9, 9]),
-            "a made-up entry to the left is never reached"
-        );
-        assert_eq!(
-            forwarded([10, 0, 0, 1], "garbage", &["10.0.0.0/8"]),
-            IpAddr::from([10, 0, 0, 1])
-        );
     }
 }

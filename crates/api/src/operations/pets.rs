@@ -1,17 +1,16 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{PageSize, Pet, PetId, PetQuery, PetStatus};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use animal_store_domain::{PageSize, PetId, PetQuery, PetStatus};
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
-use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Tags};
+use poem_openapi::{ApiResponse, OpenApi, Tags};
 
 use crate::auth::BearerKey;
-use crate::body::NewPetBody;
 use crate::deprecation::GET_PET;
+use crate::dto::cursor::{decode_cursor, encode_cursor};
+use crate::dto::params::{PageSizeSchema, RawParam};
+use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::params::{PageSizeSchema, RawParam};
 use crate::state::AppState;
 
 #[derive(Tags)]
@@ -19,54 +18,6 @@ enum Tag {
     /// The store's catalogue of animals.
     #[oai(rename = "animals")]
     Animals,
-}
-
-/// Availability status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Enum)]
-#[oai(rename = "PetStatus", rename_all = "lowercase")]
-pub enum PetStatusDto {
-    /// Animal is available.
-    #[default]
-    Available,
-    /// Animal is pending.
-    Pending,
-    /// Animal is sold.
-    Sold,
-}
-
-impl From<PetStatus> for PetStatusDto {
-    fn from(status: PetStatus) -> Self {
-        match status {
-            PetStatus::Available => Self::Available,
-            PetStatus::Pending => Self::Pending,
-            PetStatus::Sold => Self::Sold,
-        }
-    }
-}
-
-/// An animal of the store.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
-#[oai(rename = "Pet", rename_all = "camelCase")]
-pub struct PetBody {
-    /// Unique identifier assigned by the service on creation.
-    id: i64,
-    /// The animal's name.
-    name: String,
-    /// Id of the category the animal belongs to.
-    category_id: i64,
-    /// Availability status; always present in responses.
-    status: Option<PetStatusDto>,
-}
-
-impl From<Pet> for PetBody {
-    fn from(pet: Pet) -> Self {
-        Self {
-            id: pet.id.get(),
-            name: pet.name.as_str().to_owned(),
-            category_id: pet.category_id.get(),
-            status: Some(pet.status.into()),
-        }
-    }
 }
 
 #[derive(ApiResponse)]
@@ -250,28 +201,6 @@ fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
     })
 }
 
-/// Cursors are opaque to clients so that their content can change; today they carry the id
-/// the next page starts after.
-const CURSOR_PREFIX: &str = "after:";
-
-fn encode_cursor(after: PetId) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{after}"))
-}
-
-fn decode_cursor(cursor: &str) -> Result<PetId, ApiError> {
-    URL_SAFE_NO_PAD
-        .decode(cursor)
-        .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .and_then(|text| text.strip_prefix(CURSOR_PREFIX)?.parse::<i64>().ok())
-        .map(PetId::new)
-        .ok_or_else(|| {
-            ApiError::invalid_request(
-                "cursor is malformed: pass the cursor of a Link header unchanged",
-            )
-        })
-}
-
 fn next_link(query: &PetQuery, after: PetId) -> String {
     let status = query.status.map(|s| format!("&status={s}")).unwrap_or_default();
     format!(
@@ -284,16 +213,6 @@ fn next_link(query: &PetQuery, after: PetId) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_garbage_is_refused() {
-        for id in [1, 42, i64::MAX] {
-            assert_eq!(decode_cursor(&encode_cursor(PetId::new(id))).unwrap(), PetId::new(id));
-        }
-        for bad in ["", "!!!", "YWZ0ZXI6", "Zm9vOjE", "YWZ0ZXI6eA"] {
-            assert_eq!(decode_cursor(bad).unwrap_err().code(), ErrorCode::InvalidRequest, "{bad}");
-        }
-    }
 
     #[test]
     fn the_next_link_keeps_limit_and_status() {

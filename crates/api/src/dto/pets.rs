@@ -1,4 +1,5 @@
-//! The `createPet` body, parsed field by field.
+//! The bodies of the `animals` operations: `Pet` and `PetStatus` in responses, `NewPet` in
+//! requests.
 //!
 //! A body that is not JSON at all is rejected by poem-openapi before the handler runs
 //! (`invalid_request`). Anything that is JSON reaches [`NewPetBody`], which never fails to
@@ -7,14 +8,61 @@
 //! included, are ignored; an explicit `null` is refused, as no field of the schema is
 //! nullable.
 
-use animal_store_domain::{CategoryId, NewPet, PetName, PetStatus};
-use poem_openapi::Object;
+use animal_store_domain::{CategoryId, NewPet, Pet, PetName, PetStatus};
 use poem_openapi::types::{ParseFromJSON, ParseResult};
+use poem_openapi::{Enum, Object};
 use serde_json::{Map, Value};
 
+use crate::dto::params::Documented;
 use crate::error::ApiError;
-use crate::params::Documented;
-use crate::pets::PetStatusDto;
+
+/// Availability status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Enum)]
+#[oai(rename = "PetStatus", rename_all = "lowercase")]
+pub enum PetStatusDto {
+    /// Animal is available.
+    #[default]
+    Available,
+    /// Animal is pending.
+    Pending,
+    /// Animal is sold.
+    Sold,
+}
+
+impl From<PetStatus> for PetStatusDto {
+    fn from(status: PetStatus) -> Self {
+        match status {
+            PetStatus::Available => Self::Available,
+            PetStatus::Pending => Self::Pending,
+            PetStatus::Sold => Self::Sold,
+        }
+    }
+}
+
+/// An animal of the store.
+#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[oai(rename = "Pet", rename_all = "camelCase")]
+pub struct PetBody {
+    /// Unique identifier assigned by the service on creation.
+    id: i64,
+    /// The animal's name.
+    name: String,
+    /// Id of the category the animal belongs to.
+    category_id: i64,
+    /// Availability status; always present in responses.
+    status: Option<PetStatusDto>,
+}
+
+impl From<Pet> for PetBody {
+    fn from(pet: Pet) -> Self {
+        Self {
+            id: pet.id.get(),
+            name: pet.name.as_str().to_owned(),
+            category_id: pet.category_id.get(),
+            status: Some(pet.status.into()),
+        }
+    }
+}
 
 /// An animal to add. The service assigns its `id`; an `id` sent here is ignored.
 #[derive(Object)]

@@ -1,0 +1,91 @@
+//! The error responses of each operation, as the OpenAPI document describes them.
+
+use std::marker::PhantomData;
+
+use poem::{IntoResponse, Response};
+use poem_openapi::ApiResponse;
+use poem_openapi::registry::{
+    MetaHeader, MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry,
+};
+use poem_openapi::types::Type;
+
+use super::{ApiError, ErrorBody, ErrorCode};
+
+/// The error responses one operation can give, for its OpenAPI description.
+pub trait ErrorSet: Send + Sync + 'static {
+    /// Each status with the sentence that documents when it happens.
+    const RESPONSES: &'static [(ErrorCode, &'static str)];
+}
+
+/// An error response of the operation whose error set is `S`. Handlers return
+/// `Result<Success, OperationError<S>>` and use `?` on anything that converts to an
+/// [`ApiError`]; the document lists exactly the statuses of `S`, each with the Error body.
+pub struct OperationError<S> {
+    error: ApiError,
+    set: PhantomData<fn() -> S>,
+}
+
+impl<S, E: Into<ApiError>> From<E> for OperationError<S> {
+    fn from(error: E) -> Self {
+        Self { error: error.into(), set: PhantomData }
+    }
+}
+
+impl<S: ErrorSet> ApiResponse for OperationError<S> {
+    fn meta() -> MetaResponses {
+        let header = |name: &str, description: &str, schema: MetaSchemaRef| MetaHeader {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            required: true,
+            deprecated: false,
+            schema,
+        };
+        MetaResponses {
+            responses: S::RESPONSES
+                .iter()
+                .map(|&(code, description)| MetaResponse {
+                    description,
+                    status: Some(code.status().as_u16()),
+                    status_range: None,
+                    content: vec![MetaMediaType {
+                        content_type: "application/json",
+                        schema: ErrorBody::schema_ref(),
+                    }],
+                    headers: match code {
+                        ErrorCode::Unauthorized => {
+                            vec![header(
+                                "WWW-Authenticate",
+                                "Always `Bearer`.",
+                                String::schema_ref(),
+                            )]
+                        }
+                        ErrorCode::ServiceUnavailable => {
+                            vec![header(
+                                "Retry-After",
+                                "Seconds to wait before retrying.",
+                                u32::schema_ref(),
+                            )]
+                        }
+                        _ => Vec::new(),
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    fn register(registry: &mut Registry) {
+        ErrorBody::register(registry);
+    }
+}
+
+impl<S: ErrorSet> IntoResponse for OperationError<S> {
+    fn into_response(self) -> Response {
+        self.error.into_response()
+    }
+}
+
+impl<S> From<OperationError<S>> for poem::Error {
+    fn from(err: OperationError<S>) -> Self {
+        poem::Error::from_response(err.error.into_response())
+    }
+}

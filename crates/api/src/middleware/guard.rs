@@ -1,0 +1,47 @@
+//! Layer 5: authentication and rate limiting, and the rate-limit headers on every response
+//! (`docs/api.md#plans-and-rate-limits`).
+
+use std::sync::Arc;
+
+use animal_store_domain::Subject;
+use poem::{Endpoint, IntoResponse, Request, Response};
+
+use super::respond;
+use crate::state::AppState;
+use crate::{auth, rate_limit};
+
+/// Layer 5: finds the caller's key, counts the request against it (or against the client
+/// address without one), refuses it with 429 when over the limit, and puts the rate-limit
+/// headers on whatever response comes back.
+///
+/// An address over its limit for requests without a valid key gets 429 for any request that
+/// carries a key, before the key is even looked up: someone guessing keys learns nothing
+/// more, not even when a guess is right, until the address's window resets.
+pub async fn guard<E: Endpoint>(
+    ep: Arc<E>,
+    mut req: Request,
+    state: &AppState,
+) -> poem::Result<Response> {
+    let address = rate_limit::address_subject(state, &req);
+    if auth::bearer_token(req.headers()).is_some() {
+        let guessing = state.limiter.peek(&address, state.rate_limit_policy.per_address).await;
+        if let Some(refusal) = rate_limit::refusal(&address, &guessing) {
+            let mut response = refusal.into_response();
+            rate_limit::set_headers(response.headers_mut(), &guessing);
+            return Ok(response);
+        }
+    }
+    let key = auth::resolve_key(&state.keys, &mut req).await;
+    let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
+        Some(key) => (Subject::Key(key.id.clone()), key.plan.quota()),
+        None => (address, state.rate_limit_policy.per_address),
+    };
+    let decision = state.limiter.check(&subject, quota).await;
+    let mut response = match (key, rate_limit::refusal(&subject, &decision)) {
+        (Err(err), _) => err.into_response(),
+        (Ok(_), Some(refusal)) => refusal.into_response(),
+        (Ok(_), None) => respond(ep.as_ref(), req).await,
+    };
+    rate_limit::set_headers(response.headers_mut(), &decision);
+    Ok(response)
+}

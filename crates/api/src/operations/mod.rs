@@ -1,0 +1,5 @@
+//! The operations, one module per tag of the document.
+
+mod pets;
+
+pub use pets::PetsApi;
