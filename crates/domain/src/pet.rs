@@ -47,7 +47,7 @@ pub enum PetNameError {
     #[error("name must not be blank")]
     Blank,
     /// The name has more than [`PetName::MAX_CHARS`] characters.
-    #[error("name must be at most 100 characters long, got {0}")]
+    #[error("name must be at most {max} characters long, got {0}", max = PetName::MAX_CHARS)]
     TooLong(usize),
     /// The name contains a control character (a newline, a tab, NUL...).
     #[error("name must not contain control characters")]
@@ -99,17 +99,20 @@ pub struct CategoryId(i64);
 
 /// Why an integer is not a valid [`CategoryId`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-#[error("categoryId must be an integer of at least 1, got {0}")]
+#[error("categoryId must be an integer of at least {min}, got {0}", min = CategoryId::MIN)]
 pub struct CategoryIdError(pub i64);
 
 impl CategoryId {
+    /// The smallest id accepted.
+    pub const MIN: i64 = 1;
+
     /// Validates a category id.
     ///
     /// # Errors
     ///
     /// [`CategoryIdError`] when `id` is zero or negative.
     pub const fn new(id: i64) -> Result<Self, CategoryIdError> {
-        if id >= 1 { Ok(Self(id)) } else { Err(CategoryIdError(id)) }
+        if id >= Self::MIN { Ok(Self(id)) } else { Err(CategoryIdError(id)) }
     }
 
     /// The id as an integer.
@@ -132,12 +135,17 @@ pub enum PetStatus {
 
 /// A string that is not one of the statuses.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("status must be one of available, pending, sold; got {0:?}")]
+#[error("status must be one of {all}; got {0:?}", all = PetStatus::spellings())]
 pub struct PetStatusError(pub String);
 
 impl PetStatus {
     /// Every status, in the order the contract lists them.
     pub const ALL: [Self; 3] = [Self::Available, Self::Pending, Self::Sold];
+
+    /// Every spelling, in order, for messages: `available, pending, sold`.
+    pub fn spellings() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
 
     /// The wire and storage spelling.
     pub const fn as_str(self) -> &'static str {
@@ -202,9 +210,9 @@ impl Pet {
 pub struct PageSize(u8);
 
 /// Why an integer is not a valid [`PageSize`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-#[error("limit must be between 1 and 100, got {0}")]
-pub struct PageSizeError(pub i64);
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("limit must be between {min} and {max}, got {0}", min = PageSize::MIN, max = PageSize::MAX)]
+pub struct PageSizeError(pub String);
 
 impl PageSize {
     /// The smallest page.
@@ -224,7 +232,7 @@ impl PageSize {
             .ok()
             .filter(|l| (Self::MIN..=Self::MAX).contains(l))
             .map(Self)
-            .ok_or(PageSizeError(limit))
+            .ok_or_else(|| PageSizeError(limit.to_string()))
     }
 
     /// The page size.
@@ -278,10 +286,10 @@ mod tests {
         assert_eq!(PageSize::default().get(), 20);
         assert_eq!(PageSize::new(1).map(PageSize::get), Ok(1));
         assert_eq!(PageSize::new(100).map(PageSize::get), Ok(100));
-        assert_eq!(PageSize::new(0), Err(PageSizeError(0)));
-        assert_eq!(PageSize::new(101), Err(PageSizeError(101)));
-        assert_eq!(PageSize::new(-1), Err(PageSizeError(-1)));
-        assert_eq!(PageSize::new(356), Err(PageSizeError(356)));
+        assert_eq!(PageSize::new(0), Err(PageSizeError("0".into())));
+        assert_eq!(PageSize::new(101), Err(PageSizeError("101".into())));
+        assert_eq!(PageSize::new(-1), Err(PageSizeError("-1".into())));
+        assert_eq!(PageSize::new(356), Err(PageSizeError("356".into())));
     }
 
     proptest! {

@@ -2,5 +2,6 @@
 //! domain values. Each is documented by the schema the OpenAPI document shows.
 
 pub mod cursor;
+pub mod field;
 pub mod params;
 pub mod pets;

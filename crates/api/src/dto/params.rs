@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+use animal_store_domain::PageSize;
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseFromParameter, ParseResult, Type};
 
@@ -76,7 +77,8 @@ impl<S: Type> ParseFromParameter for RawParam<S> {
     }
 }
 
-/// The schema of `listPets`' `limit`: an int64 from 1 to 100, 20 by default.
+/// The schema of `listPets`' `limit`: an int64 within the bounds of [`PageSize`], its
+/// default by default.
 pub struct PageSizeSchema;
 
 impl Type for PageSizeSchema {
@@ -91,9 +93,9 @@ impl Type for PageSizeSchema {
     fn schema_ref() -> MetaSchemaRef {
         MetaSchemaRef::Inline(Box::new(MetaSchema {
             format: Some("int64"),
-            minimum: Some(1.0),
-            maximum: Some(100.0),
-            default: Some(20.into()),
+            minimum: Some(f64::from(PageSize::MIN)),
+            maximum: Some(f64::from(PageSize::MAX)),
+            default: Some(PageSize::DEFAULT.get().into()),
             ..MetaSchema::new("integer")
         }))
     }

@@ -8,11 +8,15 @@
 //! included, are ignored; an explicit `null` is refused, as no field of the schema is
 //! nullable.
 
-use animal_store_domain::{CategoryId, NewPet, Pet, PetName, PetStatus};
-use poem_openapi::types::{ParseFromJSON, ParseResult};
-use poem_openapi::{Enum, Object};
-use serde_json::{Map, Value};
+use std::sync::OnceLock;
 
+use animal_store_domain::{CategoryId, NewPet, Pet, PetName, PetStatus};
+use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
+use poem_openapi::types::{ParseFromJSON, ParseResult, Type};
+use poem_openapi::{Enum, Object};
+use serde_json::Value;
+
+use crate::dto::field::{BodyValue, Field, kind};
 use crate::dto::params::Documented;
 use crate::error::ApiError;
 
@@ -64,20 +68,32 @@ impl From<Pet> for PetBody {
     }
 }
 
+// This one struct is the `NewPet` schema of the document and the parser of `createPet`
+// bodies: each field's schema and rules come from its domain type (see `BodyValue`). Its doc
+// comment is the schema's description.
+
 /// An animal to add. The service assigns its `id`; an `id` sent here is ignored.
 #[derive(Object)]
 #[oai(rename = "NewPet", rename_all = "camelCase")]
 pub struct NewPetSchema {
-    /// The animal's name: 1 to 100 characters, not blank, no control characters.
-    #[oai(validator(min_length = 1, max_length = 100))]
-    name: String,
-    /// Id of the category the animal belongs to. Categories are not modelled: any id of at
-    /// least 1 is accepted.
-    #[oai(validator(minimum(value = "1")))]
-    category_id: i64,
-    /// Availability status.
-    #[oai(default)]
-    status: PetStatusDto,
+    name: Field<PetName>,
+    category_id: Field<CategoryId>,
+    status: Field<PetStatus>,
+}
+
+impl NewPetSchema {
+    /// The new pet, or every problem with the body, each naming its field.
+    fn into_new_pet(self) -> Result<NewPet, ApiError> {
+        let Self { name, category_id, status } = self;
+        match (name.parse("name"), category_id.parse("categoryId"), status.parse("status")) {
+            (Ok(name), Ok(category_id), Ok(status)) => Ok(NewPet { name, category_id, status }),
+            (name, category_id, status) => {
+                let problems: Vec<String> =
+                    [name.err(), category_id.err(), status.err()].into_iter().flatten().collect();
+                Err(ApiError::validation_failed(problems.join("; ")))
+            }
+        }
+    }
 }
 
 /// A `createPet` body: a valid new pet, or what is wrong with it.
@@ -85,53 +101,107 @@ pub type NewPetBody = Documented<NewPetSchema, Result<NewPet, ApiError>>;
 
 impl ParseFromJSON for NewPetBody {
     fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
+        let not_an_object = || ApiError::invalid_request("the body must be a JSON object");
         Ok(Self::new(match value {
-            Some(Value::Object(fields)) => new_pet(&fields),
-            _ => Err(ApiError::invalid_request("the body must be a JSON object")),
+            Some(object @ Value::Object(_)) => NewPetSchema::parse_from_json(Some(object))
+                .map_err(|_| not_an_object())
+                .and_then(NewPetSchema::into_new_pet),
+            _ => Err(not_an_object()),
         }))
     }
 }
 
-fn new_pet(fields: &Map<String, Value>) -> Result<NewPet, ApiError> {
-    let name = match fields.get("name") {
-        None => Err("name is required".to_owned()),
-        Some(Value::String(name)) => PetName::new(name).map_err(|e| e.to_string()),
-        Some(other) => Err(format!("name must be a string, got {}", kind(other))),
-    };
-    let category_id = match fields.get("categoryId") {
-        None => Err("categoryId is required".to_owned()),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(id) => CategoryId::new(id).map_err(|e| e.to_string()),
-            None => Err(format!("categoryId must be an int64 integer, got {n}")),
-        },
-        Some(other) => Err(format!("categoryId must be an integer, got {}", kind(other))),
-    };
-    let status = match fields.get("status") {
-        None => Ok(PetStatus::default()),
-        Some(Value::String(s)) => s.parse::<PetStatus>().map_err(|e| e.to_string()),
-        Some(other) => {
-            Err(format!("status must be one of available, pending, sold; got {}", kind(other)))
-        }
-    };
-    match (name, category_id, status) {
-        (Ok(name), Ok(category_id), Ok(status)) => Ok(NewPet { name, category_id, status }),
-        (name, category_id, status) => {
-            let problems: Vec<String> =
-                [name.err(), category_id.err(), status.err()].into_iter().flatten().collect();
-            Err(ApiError::validation_failed(problems.join("; ")))
+/// A description built once from the domain's constants, for the life of the process.
+fn description(cell: &'static OnceLock<String>, text: impl FnOnce() -> String) -> &'static str {
+    cell.get_or_init(text).as_str()
+}
+
+impl BodyValue for PetName {
+    const REQUIRED: bool = true;
+
+    fn schema() -> MetaSchemaRef {
+        static DESCRIPTION: OnceLock<String> = OnceLock::new();
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            description: Some(description(&DESCRIPTION, || {
+                format!(
+                    "The animal's name: 1 to {} characters, not blank, no control characters.",
+                    PetName::MAX_CHARS
+                )
+            })),
+            min_length: Some(1),
+            max_length: Some(PetName::MAX_CHARS),
+            ..MetaSchema::new("string")
+        }))
+    }
+
+    fn from_json(name: &str, json: &Value) -> Result<Self, String> {
+        match json {
+            Value::String(text) => PetName::new(text).map_err(|e| e.to_string()),
+            other => Err(format!("{name} must be a string, got {}", kind(other))),
         }
     }
 }
 
-/// How a JSON value is described in messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+impl BodyValue for CategoryId {
+    const REQUIRED: bool = true;
+
+    fn schema() -> MetaSchemaRef {
+        static DESCRIPTION: OnceLock<String> = OnceLock::new();
+        #[allow(clippy::cast_precision_loss, reason = "a small constant")]
+        let minimum = CategoryId::MIN as f64;
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            format: Some("int64"),
+            description: Some(description(&DESCRIPTION, || {
+                format!(
+                    "Id of the category the animal belongs to. Categories are not modelled: any \
+                     id of at least {} is accepted.",
+                    CategoryId::MIN
+                )
+            })),
+            minimum: Some(minimum),
+            ..MetaSchema::new("integer")
+        }))
+    }
+
+    fn from_json(name: &str, json: &Value) -> Result<Self, String> {
+        match json {
+            Value::Number(n) => match n.as_i64() {
+                Some(id) => CategoryId::new(id).map_err(|e| e.to_string()),
+                None => Err(format!("{name} must be an int64 integer, got {n}")),
+            },
+            other => Err(format!("{name} must be an integer, got {}", kind(other))),
+        }
+    }
+}
+
+impl BodyValue for PetStatus {
+    const REQUIRED: bool = false;
+
+    fn schema() -> MetaSchemaRef {
+        PetStatusDto::schema_ref().merge(MetaSchema {
+            description: Some("Availability status."),
+            default: Some(Value::from(PetStatus::default().as_str())),
+            ..MetaSchema::ANY
+        })
+    }
+
+    fn register(registry: &mut Registry) {
+        PetStatusDto::register(registry);
+    }
+
+    fn absent() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn from_json(name: &str, json: &Value) -> Result<Self, String> {
+        match json {
+            Value::String(text) => text.parse::<PetStatus>().map_err(|e| e.to_string()),
+            other => Err(format!(
+                "{name} must be one of {}; got {}",
+                PetStatus::spellings(),
+                kind(other)
+            )),
+        }
     }
 }
 
@@ -145,6 +215,60 @@ mod tests {
             .map_err(|_| "parse failed".to_owned())?
             .into_inner()
             .map_err(|e| e.body().message)
+    }
+
+    /// A valid value for a property of the document, read off its schema alone.
+    fn sample(property: &Value, schemas: &Value) -> Value {
+        if let Some(default) = property.get("default") {
+            return default.clone();
+        }
+        if let Some(name) = property["$ref"].as_str() {
+            let name = name.trim_start_matches("#/components/schemas/");
+            return schemas[name]["enum"][0].clone();
+        }
+        match property["type"].as_str() {
+            Some("string") => {
+                let min = property["minLength"].as_u64().unwrap_or(1);
+                Value::from("x".repeat(usize::try_from(min).unwrap()))
+            }
+            #[allow(clippy::cast_possible_truncation, reason = "a schema's small minimum")]
+            Some("integer") => Value::from(property["minimum"].as_f64().unwrap_or(0.0) as i64),
+            other => panic!("no sample for a property of type {other:?}"),
+        }
+    }
+
+    /// The parser and the schema are one: every property of `NewPet` in the document is read
+    /// under its name, a required one is required, and nothing else is read.
+    #[test]
+    fn the_parser_reads_exactly_the_fields_of_the_schema() {
+        let mut registry = Registry::new();
+        NewPetSchema::register(&mut registry);
+        let schemas = serde_json::to_value(&registry.schemas).unwrap();
+        let schema = &schemas["NewPet"];
+        let properties = schema["properties"].as_object().unwrap();
+        let required: Vec<&str> =
+            schema["required"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let full: serde_json::Map<String, Value> =
+            properties.iter().map(|(name, p)| (name.clone(), sample(p, &schemas))).collect();
+        assert!(parse(&Value::Object(full.clone())).is_ok(), "samples of every field: {full:?}");
+
+        for name in properties.keys() {
+            let mut without = full.clone();
+            without.remove(name);
+            let parsed = parse(&Value::Object(without));
+            if required.contains(&name.as_str()) {
+                assert_eq!(parsed.unwrap_err(), format!("{name} is required"));
+            } else {
+                assert!(parsed.is_ok(), "{name} is optional");
+            }
+            let mut null = full.clone();
+            null.insert(name.clone(), Value::Null);
+            let problem = parse(&Value::Object(null)).unwrap_err();
+            assert!(problem.starts_with(&format!("{name} ")), "{name}: {problem}");
+        }
+        let mut extra = full.clone();
+        extra.insert("notInTheSchema".into(), Value::Null);
+        assert!(parse(&Value::Object(extra)).is_ok(), "fields outside the schema are ignored");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{PageSize, PetId, PetQuery, PetStatus};
+use animal_store_domain::{PageSize, PageSizeError, PetId, PetQuery, PetStatus};
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
@@ -194,11 +194,11 @@ fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
         return Err(ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")));
     }
     // An integer too large for 64 bits is out of range like any other.
-    let limit =
-        raw.parse::<i64>().unwrap_or(if raw.starts_with('-') { i64::MIN } else { i64::MAX });
-    PageSize::new(limit).map_err(|_| {
-        ApiError::validation_failed(format!("limit must be between 1 and 100, got {raw}"))
-    })
+    let out_of_range = || PageSizeError(raw.to_owned());
+    raw.parse::<i64>()
+        .map_err(|_| out_of_range())
+        .and_then(|limit| PageSize::new(limit).map_err(|_| out_of_range()))
+        .map_err(|e| ApiError::validation_failed(e.to_string()))
 }
 
 fn next_link(query: &PetQuery, after: PetId) -> String {

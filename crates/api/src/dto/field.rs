@@ -1,0 +1,105 @@
+//! Body fields that never fail to extract, so that one response can name every problem.
+//!
+//! A request body is an `Object` whose fields are [`Field<T>`]s, `T` a domain value. The one
+//! struct is both the schema in the document and the parser: each field's schema comes from
+//! `T` ([`BodyValue::schema`], built from the domain's own bounds), and each field keeps the
+//! JSON the client sent until the operation turns it into `T` with [`Field::parse`], which
+//! names the field in its message. A field added to the struct therefore shows in the
+//! document and is parsed, or the code does not compile.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use poem_openapi::registry::{MetaSchemaRef, Registry};
+use poem_openapi::types::{ParseFromJSON, ParseResult, ToJSON, Type};
+use serde_json::Value;
+
+/// A domain value that a body field carries.
+pub trait BodyValue: Sized + Send + Sync {
+    /// Whether the field must be present. An absent optional field takes
+    /// [`BodyValue::absent`].
+    const REQUIRED: bool;
+
+    /// The schema the document shows for the field, before the field's own description.
+    fn schema() -> MetaSchemaRef;
+
+    /// Registers the schemas that [`BodyValue::schema`] refers to.
+    fn register(_registry: &mut Registry) {}
+
+    /// The value of an optional field the client left out.
+    fn absent() -> Option<Self> {
+        None
+    }
+
+    /// The value `json` holds, or why it holds none: a message that names the field `name`.
+    fn from_json(name: &str, json: &Value) -> Result<Self, String>;
+}
+
+/// A field of a request body, as the client sent it (see the module's documentation).
+pub struct Field<T> {
+    json: Option<Value>,
+    value: PhantomData<fn() -> T>,
+}
+
+impl<T: BodyValue> Field<T> {
+    /// The field's value, or the problem with it, naming the field `name`. An explicit
+    /// `null` is a problem: no field of the API is nullable.
+    pub fn parse(self, name: &str) -> Result<T, String> {
+        match self.json {
+            None => T::absent().ok_or_else(|| format!("{name} is required")),
+            Some(json) => T::from_json(name, &json),
+        }
+    }
+}
+
+impl<T: BodyValue> Type for Field<T> {
+    const IS_REQUIRED: bool = T::REQUIRED;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        "field".into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        T::schema()
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(
+        &'a self,
+    ) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        Box::new(self.as_raw_value().into_iter())
+    }
+}
+
+impl<T: BodyValue> ParseFromJSON for Field<T> {
+    fn parse_from_json(json: Option<Value>) -> ParseResult<Self> {
+        Ok(Self { json, value: PhantomData })
+    }
+}
+
+impl<T: BodyValue> ToJSON for Field<T> {
+    fn to_json(&self) -> Option<Value> {
+        self.json.clone()
+    }
+}
+
+/// How a JSON value is described in messages.
+pub fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
