@@ -69,15 +69,7 @@ impl<T: BodyValue> Type for Field<T> {
         T::register(registry);
     }
 
-    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(
-        &'a self,
-    ) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
-        Box::new(self.as_raw_value().into_iter())
-    }
+    raw_value_is_self!();
 }
 
 impl<T: BodyValue> ParseFromJSON for Field<T> {

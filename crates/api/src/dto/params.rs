@@ -60,15 +60,7 @@ impl<S: Type, T: Send + Sync> Type for Documented<S, T> {
         S::register(registry);
     }
 
-    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(
-        &'a self,
-    ) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
-        Box::new(self.as_raw_value().into_iter())
-    }
+    raw_value_is_self!();
 }
 
 impl<S: Type> ParseFromParameter for RawParam<S> {
@@ -100,13 +92,5 @@ impl Type for PageSizeSchema {
         }))
     }
 
-    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(
-        &'a self,
-    ) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
-        Box::new(self.as_raw_value().into_iter())
-    }
+    raw_value_is_self!();
 }
