@@ -34,7 +34,7 @@ async fn a_restart_keeps_the_data_on_sqlite() {
 
 #[tokio::test]
 async fn a_restart_keeps_the_data_on_postgres() {
-    if let Some(db) = Db::postgres() {
+    if let Some(db) = Db::postgres().await {
         restart_keeps_the_data(&db).await;
     }
 }

@@ -6,6 +6,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url};
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_animal-store");
 
 /// A fresh database for one test: an SQLite file in a temporary directory, or a fresh
@@ -17,33 +19,15 @@ pub struct Db {
 
 impl Db {
     pub fn sqlite() -> Self {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let url = format!("sqlite://{}", dir.path().join("store.db").display());
+        let SqliteFile { dir, url } = SqliteFile::new();
         Self { dir, url }
     }
 
     /// A fresh PostgreSQL database, or `None` when no server is configured (see
     /// `cargo xtask ci`).
-    pub fn postgres() -> Option<Self> {
-        let Ok(admin) = std::env::var("ANIMAL_STORE_TEST_POSTGRES_URL") else {
-            assert!(
-                std::env::var_os("ANIMAL_STORE_REQUIRE_POSTGRES").is_none(),
-                "ANIMAL_STORE_REQUIRE_POSTGRES is set but ANIMAL_STORE_TEST_POSTGRES_URL is not"
-            );
-            eprintln!("skipped: no PostgreSQL server (run through `cargo xtask ci`)");
-            return None;
-        };
-        let name = format!("bb_{}_{}", std::process::id(), rand_suffix());
-        let status = Command::new("psql")
-            .args([admin.as_str(), "-q", "-c", &format!("CREATE DATABASE {name}")])
-            .status()
-            .expect("psql runs");
-        assert!(status.success(), "CREATE DATABASE failed");
-        let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
-        Some(Self {
-            dir: tempfile::tempdir().expect("a temporary directory"),
-            url: format!("{base}/{name}"),
-        })
+    pub async fn postgres() -> Option<Self> {
+        let url = fresh_postgres_url().await?;
+        Some(Self { dir: tempfile::tempdir().expect("a temporary directory"), url })
     }
 
     pub fn path(&self) -> &Path {
@@ -95,11 +79,6 @@ impl TestClock {
         // Renamed into place, so the server never reads a half-written time.
         std::fs::rename(&tmp, &self.0).expect("move the clock");
     }
-}
-
-fn rand_suffix() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A running server.

@@ -60,7 +60,7 @@ async fn happy_paths_on_sqlite() {
 
 #[tokio::test]
 async fn happy_paths_on_postgres() {
-    if let Some(db) = Db::postgres() {
+    if let Some(db) = Db::postgres().await {
         happy_path(&db).await;
     }
 }

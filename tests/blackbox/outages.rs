@@ -176,7 +176,7 @@ async fn a_full_database_answers_503_and_loses_no_acknowledged_pet() {
 /// by themselves; every pet acknowledged with 201 is stored.
 #[tokio::test]
 async fn lost_postgres_connections_are_503_and_lose_no_acknowledged_pet() {
-    let Some(db) = Db::postgres() else {
+    let Some(db) = Db::postgres().await else {
         return;
     };
     let key = db.key("business");

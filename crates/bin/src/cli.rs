@@ -105,7 +105,9 @@ pub struct ServeArgs {
     pub limiter_capacity: u64,
 
     /// Read the time from this file (Unix seconds) instead of the system clock. For tests
-    /// that must cross a minute, a day or a sunset without waiting; never in production.
+    /// that must cross a minute, a day or a sunset without waiting: only in builds with the
+    /// `testing` feature, never in a release.
+    #[cfg(feature = "testing")]
     #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE", hide = true)]
     pub clock_file: Option<std::path::PathBuf>,
 }

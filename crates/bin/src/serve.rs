@@ -7,8 +7,8 @@ use std::time::Duration;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{Clock, KeyService, PetService, Plan, Quota, RateLimitPolicy};
 use animal_store_infra::{
-    CachedApiKeyStore, FileClock, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter,
-    MokaRateLimiter, SystemClock,
+    CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter, MokaRateLimiter,
+    SystemClock,
 };
 use anyhow::Context;
 use poem::Server;
@@ -35,14 +35,15 @@ fn limit_policy(args: &ServeArgs) -> anyhow::Result<RateLimitPolicy> {
     })
 }
 
+/// The system clock; in a build for tests, the file `--clock-file` names when it is given.
+#[cfg_attr(not(feature = "testing"), allow(clippy::unnecessary_wraps, unused_variables))]
 fn clock(args: &ServeArgs) -> Arc<dyn Clock> {
-    match &args.clock_file {
-        Some(path) => {
-            tracing::warn!(path = %path.display(), "reading the time from a file: for tests only");
-            Arc::new(FileClock::new(path))
-        }
-        None => Arc::new(SystemClock),
+    #[cfg(feature = "testing")]
+    if let Some(path) = &args.clock_file {
+        tracing::warn!(path = %path.display(), "reading the time from a file: for tests only");
+        return Arc::new(animal_store_infra::FileClock::new(path));
     }
+    Arc::new(SystemClock)
 }
 
 /// The services of `serve` over `stores`.

@@ -7,22 +7,31 @@
 //! - [`memory`]: in-memory adapters for every port, for tests, demos and `memory://`.
 //! - [`cache`]: a short-lived cache in front of any key store, for authentication.
 //! - [`rate_limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
-//! - [`clock`]: the system clock and a manual clock for tests.
-//! - [`conformance`]: the suites every adapter of a port must pass; the tests of this crate run
-//!   them against every adapter, and a new adapter proves itself by passing them too.
+//! - [`clock`]: the system clock.
+//!
+//! With the `testing` feature only, so that no release build ships them:
+//!
+//! - `conformance`: the suites every adapter of a port must pass; the tests of this crate
+//!   run them against every adapter, and a new adapter proves itself by passing them too.
+//! - `testing`: clocks that tests set, and fresh test databases.
 //!
 //! Database rows never leave this crate: adapters turn them into domain values and driver
 //! errors into [`RepositoryError`](animal_store_domain::RepositoryError)s.
 
 pub mod cache;
 pub mod clock;
+#[cfg(feature = "testing")]
 pub mod conformance;
 pub mod memory;
 pub mod rate_limiter;
 pub mod sql;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use cache::CachedApiKeyStore;
-pub use clock::{FileClock, ManualClock, SystemClock};
+pub use clock::SystemClock;
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use sql::{Database, DatabaseError, DatabaseOptions, SeaOrmApiKeyStore, SeaOrmPetRepository};
+#[cfg(feature = "testing")]
+pub use testing::{FileClock, ManualClock};

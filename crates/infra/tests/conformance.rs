@@ -1,9 +1,7 @@
 //! Runs each port's conformance suite against every adapter of that port.
 
-mod common;
-
+use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
 use animal_store_infra::{CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, conformance};
-use common::{SqliteFile, open_postgres};
 
 #[tokio::test]
 async fn memory_pet_repository() {
@@ -20,7 +18,7 @@ async fn sqlite_pet_repository() {
 
 #[tokio::test]
 async fn postgres_pet_repository() {
-    let Some(db) = open_postgres().await else {
+    let Some(db) = fresh_postgres().await else {
         return;
     };
     conformance::pet_repository(&db.pets()).await;
@@ -42,7 +40,7 @@ async fn sqlite_api_key_store() {
 
 #[tokio::test]
 async fn postgres_api_key_store() {
-    let Some(db) = open_postgres().await else {
+    let Some(db) = fresh_postgres().await else {
         return;
     };
     conformance::api_key_store(&db.keys()).await;

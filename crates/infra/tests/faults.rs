@@ -1,15 +1,13 @@
 //! Runs the fault suite against the SQL adapters: a full database, a commit that fails and a
 //! connection lost in the middle of a transaction.
 
-mod common;
-
 use std::sync::Mutex;
 use std::time::Duration;
 
 use animal_store_infra::conformance::faults::{Fault, Stores, writes_under_fault};
+use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url};
 use animal_store_infra::{Database, DatabaseOptions};
 use async_trait::async_trait;
-use common::{SqliteFile, fresh_postgres};
 use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 use tokio::task::JoinHandle;
 
@@ -292,7 +290,7 @@ impl Fault for PostgresConnectionLost {
 
 #[tokio::test]
 async fn postgres_writes_survive_a_failed_commit() {
-    let Some(url) = fresh_postgres().await else {
+    let Some(url) = fresh_postgres_url().await else {
         return;
     };
     let db = Database::connect(&url).await.expect("open PostgreSQL");
@@ -305,7 +303,7 @@ async fn postgres_writes_survive_a_failed_commit() {
 
 #[tokio::test]
 async fn postgres_writes_survive_a_lost_connection() {
-    let Some(url) = fresh_postgres().await else {
+    let Some(url) = fresh_postgres_url().await else {
         return;
     };
     let db = Database::connect(&url).await.expect("open PostgreSQL");

@@ -1,11 +1,9 @@
 //! What the SQLite adapter promises beyond the port contracts: durability across reopening,
 //! idempotent migrations, and a write-ahead log that stays bounded under sustained inserts.
 
-mod common;
-
 use animal_store_domain::{CategoryId, NewPet, PetId, PetName, PetRepository, PetStatus};
 use animal_store_infra::Database;
-use common::SqliteFile;
+use animal_store_infra::testing::databases::SqliteFile;
 
 fn pet(i: usize) -> NewPet {
     NewPet {

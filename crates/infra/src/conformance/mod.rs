@@ -11,7 +11,7 @@ pub mod faults;
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
-use crate::clock::ManualClock;
+use crate::testing::ManualClock;
 
 use futures_util::future::join_all;
 

@@ -1,0 +1,90 @@
+//! `animal-store`: the Animal Store server and its administration commands, as a library
+//! that the binary runs (`src/main.rs`) and tests can build on.
+//!
+//! `serve` (the default) runs the HTTP API; `keys create|list|revoke` manage API keys;
+//! `migrate` brings the database schema up to date; `openapi` prints the API description.
+//! Every command that touches the database applies pending migrations first, so they all
+//! work on a fresh database.
+//!
+//! A problem at start-up (a bad setting, an unreachable database, a port in use) is reported
+//! as one line on stderr with exit code 2.
+
+mod cli;
+mod keys;
+mod serve;
+mod stores;
+
+use std::io::{IsTerminal, Write as _};
+use std::process::ExitCode;
+
+use cli::{Cli, Command};
+
+/// How the process ends when a command fails.
+enum Failure {
+    /// The command could not start: exit code 2.
+    Startup(anyhow::Error),
+    /// The command started and then failed: exit code 1.
+    Runtime(anyhow::Error),
+}
+
+/// Runs the command the command line names, and says how the process ends.
+pub fn main() -> ExitCode {
+    let cli = cli::parse();
+    init_tracing();
+    // A panic (a bug) is logged like any other error, inside the span of the request that hit
+    // it; the server goes on serving.
+    std::panic::set_hook(Box::new(|panic| tracing::error!(%panic, "panic")));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&Failure::Startup(err.into())),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => fail(&failure),
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command.clone().unwrap_or(Command::Serve(cli.serve.clone())) {
+        Command::Serve(args) => serve::run(&cli, &args).await,
+        Command::Keys { command } => keys::run(&cli, command).await,
+        Command::Migrate => {
+            let stores = stores::Stores::open(&cli).await.map_err(Failure::Startup)?;
+            eprintln!("the database is up to date");
+            stores.close().await;
+            Ok(())
+        }
+        Command::Openapi(args) => {
+            let mut out = std::io::stdout().lock();
+            let document = serve::openapi_document(&cli, &args);
+            match writeln!(out, "{document}") {
+                // A closed pipe (`openapi | head`) is the reader's choice, not a failure.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Runtime(
+                    anyhow::Error::new(e).context("cannot write the document"),
+                )),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+fn fail(failure: &Failure) -> ExitCode {
+    let (err, code) = match failure {
+        Failure::Startup(err) => (err, 2),
+        Failure::Runtime(err) => (err, 1),
+    };
+    // One line: the error and its causes, never a backtrace.
+    eprintln!("error: {err:#}");
+    ExitCode::from(code)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn,poem::server=warn")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
