@@ -144,13 +144,9 @@ fn the_committed_document_is_the_one_the_binary_serves() {
 async fn memory_mode_serves_with_a_key_for_its_run() {
     let dir = tempfile::tempdir().expect("a directory");
     let server = Server::start("memory://", dir.path().to_path_buf(), &[]);
-    let key = server
-        .startup
-        .iter()
-        .find_map(|line| line.strip_prefix("demo API key (free plan, this run only): "))
-        .expect("the server prints a key for its run")
-        .trim()
-        .to_owned();
+    let key = server.stderr_line(|line| {
+        line.strip_prefix("demo API key (free plan, this run only): ").map(|k| k.trim().to_owned())
+    });
     let client = Client::new(&key);
     let resp = client.post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#).await;
     assert_eq!(resp.status(), 201);

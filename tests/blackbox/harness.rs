@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url};
@@ -85,17 +85,23 @@ impl TestClock {
 pub struct Server {
     child: Child,
     pub base: String,
-    /// What the server wrote to stderr before it listened.
-    pub startup: Vec<String>,
-    /// Held so that the thread reading the server's stderr keeps draining it.
-    _stderr: mpsc::Receiver<String>,
+    /// Every line the server has written to stderr so far, read by a thread of its own.
+    stderr: Arc<Mutex<Vec<String>>>,
+    /// Where the server writes its port: apart from the database's directory, which tests
+    /// inspect.
+    _port_dir: tempfile::TempDir,
 }
 
 impl Server {
+    /// Starts `animal-store serve` on a free port of 127.0.0.1 and waits until it listens:
+    /// until it has written its `--port-file`.
     #[allow(clippy::zombie_processes, reason = "Drop kills and waits for the server")]
     pub fn start(database_url: &str, dir: PathBuf, extra: &[&str]) -> Self {
+        let port_dir = tempfile::tempdir().expect("a temporary directory");
+        let port_file = port_dir.path().join("port");
         let mut child = Command::new(BIN)
-            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(["serve", "--bind", "127.0.0.1:0", "--port-file"])
+            .arg(&port_file)
             .args(extra)
             .env_clear()
             .env("DATABASE_URL", database_url)
@@ -105,26 +111,37 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the server starts");
-        let (lines, stderr) = mpsc::channel();
-        let pipe = child.stderr.take().expect("stderr");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (lines, pipe) = (stderr.clone(), child.stderr.take().expect("stderr"));
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if lines.send(line).is_err() {
-                    break;
-                }
+                lines.lock().expect("lock").push(line);
             }
         });
-        let mut seen = Vec::new();
-        loop {
-            let line = stderr.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| {
-                panic!("the server did not say where it listens; it said: {seen:#?}")
-            });
-            if let Some(addr) = line.split("listening on ").nth(1) {
-                let base = addr.trim().to_owned();
-                return Self { child, base, startup: seen, _stderr: stderr };
+        for _ in 0..600 {
+            if let Ok(port) = std::fs::read_to_string(&port_file) {
+                let port: u16 = port.trim().parse().expect("the port file holds a port");
+                let base = format!("http://127.0.0.1:{port}");
+                return Self { child, base, stderr, _port_dir: port_dir };
             }
-            seen.push(line);
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("the server exited ({status}): {:#?}", stderr.lock().expect("lock"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
+        panic!("the server did not listen within 30 s: {:#?}", stderr.lock().expect("lock"));
+    }
+
+    /// The first line of stderr that `find` accepts, waiting up to 5 s for it.
+    pub fn stderr_line<T>(&self, find: impl Fn(&str) -> Option<T>) -> T {
+        for _ in 0..100 {
+            if let Some(found) = self.stderr.lock().expect("lock").iter().find_map(|l| find(l)) {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("no such line on stderr: {:#?}", self.stderr.lock().expect("lock"));
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -73,6 +73,11 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub document: DocumentArgs,
 
+    /// Once listening, write the port to this file (the number and a newline), for scripts
+    /// and tests that bind port 0.
+    #[arg(long, env = "ANIMAL_STORE_PORT_FILE")]
+    pub port_file: Option<std::path::PathBuf>,
+
     /// Seconds in-flight requests get to finish after SIGINT or SIGTERM.
     #[arg(long, env = "ANIMAL_STORE_SHUTDOWN_GRACE", default_value_t = 30)]
     pub shutdown_grace: u64,

@@ -96,6 +96,14 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             .into_acceptor()
             .await
             .with_context(|| format!("cannot listen on {}", args.bind))?;
+        if let Some(path) = &args.port_file {
+            let port = acceptor
+                .local_addr()
+                .iter()
+                .find_map(|a| a.as_socket_addr().map(std::net::SocketAddr::port));
+            write_port_file(path, port.unwrap_or_default())
+                .with_context(|| format!("cannot write the port file {}", path.display()))?;
+        }
         anyhow::Ok((state, acceptor))
     };
     let (state, acceptor) = match started.await {
@@ -120,6 +128,15 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     stores.close().await;
     tracing::info!("shut down");
     served.map_err(Failure::Runtime)
+}
+
+/// Writes `port` and a newline to `path`, whole or not at all: a reader never sees a half
+/// written file.
+fn write_port_file(path: &std::path::Path, port: u16) -> std::io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    std::fs::write(&partial, format!("{port}\n"))?;
+    std::fs::rename(&partial, path)
 }
 
 /// Tells a newcomer how to get a key; on `memory://`, where keys cannot be created from
