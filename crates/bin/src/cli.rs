@@ -12,7 +12,7 @@ pub struct Cli {
     /// The database: `sqlite://PATH` (created if missing), `postgres://USER:PASSWORD@HOST:PORT/DB`,
     /// or `memory://` (nothing is kept; for demos and tests).
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite://animal-store.db", global = true)]
-    pub database_url: String,
+    pub database_url: DatabaseUrl,
 
     /// The environment whose keys are issued and accepted: `production` (keys `as_live_...`)
     /// or `staging` (keys `as_test_...`).
@@ -115,6 +115,44 @@ pub struct ServeArgs {
     #[cfg(feature = "testing")]
     #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE", hide = true)]
     pub clock_file: Option<std::path::PathBuf>,
+}
+
+/// A database URL. Its password, if any, never shows: `Debug` and `Display` print
+/// `postgres://user:***@host/db`; only [`DatabaseUrl::expose`] gives the whole URL, to
+/// connect with.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// The whole URL, password included: for opening the database, never for printing.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this is `memory://`, which keeps nothing.
+    pub fn is_memory(&self) -> bool {
+        self.0 == "memory://"
+    }
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        Ok(Self(url.to_owned()))
+    }
+}
+
+impl std::fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::stores::redact(&self.0))
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DatabaseUrl({:?})", crate::stores::redact(&self.0))
+    }
 }
 
 /// Where the rate-limit counters are kept.
@@ -222,6 +260,16 @@ pub fn parse() -> Cli {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn the_database_password_never_shows() {
+        let url: DatabaseUrl = "postgres://u:secret@h:5432/db".parse().unwrap();
+        assert_eq!(url.to_string(), "postgres://u:***@h:5432/db");
+        assert!(!format!("{url:?}").contains("secret"));
+        let cli = Cli::try_parse_from(["animal-store", "--database-url", url.expose()]).unwrap();
+        assert!(!format!("{cli:?}").contains("secret"), "{cli:?}");
+        assert_eq!(cli.database_url.expose(), "postgres://u:secret@h:5432/db");
+    }
 
     #[test]
     fn the_command_line_is_well_formed() {

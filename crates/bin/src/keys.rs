@@ -15,7 +15,7 @@ use crate::stores::Stores;
 
 /// Runs a key command.
 pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
-    if cli.database_url == "memory://" {
+    if cli.database_url.is_memory() {
         return Err(Failure::Startup(anyhow!(
             "keys cannot be managed on memory://, which keeps nothing: `serve` prints a key for its own run"
         )));

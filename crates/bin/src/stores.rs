@@ -24,17 +24,16 @@ pub enum Stores {
 impl Stores {
     /// Opens the database `--database-url` names and applies pending migrations.
     pub async fn open(cli: &Cli) -> anyhow::Result<Self> {
-        let url = cli.database_url.as_str();
-        if url == "memory://" {
+        if cli.database_url.is_memory() {
             return Ok(Self::Memory {
                 pets: Arc::new(MemoryPetRepository::new()),
                 keys: Arc::new(MemoryApiKeyStore::new()),
             });
         }
         let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
-        let db = Database::connect_with(url, options)
+        let db = Database::connect_with(cli.database_url.expose(), options)
             .await
-            .with_context(|| format!("cannot open the database {}", redact(url)))?;
+            .with_context(|| format!("cannot open the database {}", cli.database_url))?;
         db.migrate().await.context("cannot bring the database schema up to date")?;
         Ok(Self::Sql(db))
     }
