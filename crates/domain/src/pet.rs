@@ -201,7 +201,8 @@ pub struct Pet {
 impl Pet {
     /// The pet that `new` becomes once the store has given it `id`.
     pub fn from_new(id: PetId, new: NewPet) -> Self {
-        Self { id, name: new.name, category_id: new.category_id, status: new.status }
+        let NewPet { name, category_id, status } = new;
+        Self { id, name, category_id, status }
     }
 }
 

@@ -9,10 +9,23 @@
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
+use std::time::SystemTime;
 
 use poem_openapi::registry::{MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseFromJSON, ParseResult, ToJSON, Type};
 use serde_json::Value;
+
+/// What parsing a body may need beyond the body: the time, for rules such as "not in the
+/// future", from the clock port so that tests can stand at any instant.
+#[derive(Debug, Clone, Copy)]
+pub struct ParseContext {
+    /// The time of the request.
+    #[allow(
+        dead_code,
+        reason = "no rule of today's fields needs the time; the first one that does reads it here"
+    )]
+    pub now: SystemTime,
+}
 
 /// A domain value that a body field carries.
 pub trait BodyValue: Sized + Send + Sync {
@@ -32,10 +45,11 @@ pub trait BodyValue: Sized + Send + Sync {
     }
 
     /// The value `json` holds, or why it holds none: a message that names the field `name`.
-    fn from_json(name: &str, json: &Value) -> Result<Self, String>;
+    fn from_json(name: &str, json: &Value, context: &ParseContext) -> Result<Self, String>;
 }
 
 /// A field of a request body, as the client sent it (see the module's documentation).
+#[derive(Debug)]
 pub struct Field<T> {
     json: Option<Value>,
     value: PhantomData<fn() -> T>,
@@ -44,10 +58,10 @@ pub struct Field<T> {
 impl<T: BodyValue> Field<T> {
     /// The field's value, or the problem with it, naming the field `name`. An explicit
     /// `null` is a problem: no field of the API is nullable.
-    pub fn parse(self, name: &str) -> Result<T, String> {
+    pub fn parse(self, name: &str, context: &ParseContext) -> Result<T, String> {
         match self.json {
             None => T::absent().ok_or_else(|| format!("{name} is required")),
-            Some(json) => T::from_json(name, &json),
+            Some(json) => T::from_json(name, &json, context),
         }
     }
 }

@@ -16,7 +16,7 @@ use poem_openapi::types::{ParseFromJSON, ParseResult, Type};
 use poem_openapi::{Enum, Object};
 use serde_json::Value;
 
-use crate::dto::field::{BodyValue, Field, kind};
+use crate::dto::field::{BodyValue, Field, ParseContext, kind};
 use crate::dto::params::Documented;
 use crate::error::ApiError;
 
@@ -59,11 +59,13 @@ pub struct PetBody {
 
 impl From<Pet> for PetBody {
     fn from(pet: Pet) -> Self {
+        // Every field named: a field added to `Pet` does not compile until it is sent.
+        let Pet { id, name, category_id, status } = pet;
         Self {
-            id: pet.id.get(),
-            name: pet.name.as_str().to_owned(),
-            category_id: pet.category_id.get(),
-            status: Some(pet.status.into()),
+            id: id.get(),
+            name: name.as_str().to_owned(),
+            category_id: category_id.get(),
+            status: Some(status.into()),
         }
     }
 }
@@ -73,7 +75,7 @@ impl From<Pet> for PetBody {
 // comment is the schema's description.
 
 /// An animal to add. The service assigns its `id`; an `id` sent here is ignored.
-#[derive(Object)]
+#[derive(Debug, Object)]
 #[oai(rename = "NewPet", rename_all = "camelCase")]
 pub struct NewPetSchema {
     name: Field<PetName>,
@@ -83,9 +85,14 @@ pub struct NewPetSchema {
 
 impl NewPetSchema {
     /// The new pet, or every problem with the body, each naming its field.
-    fn into_new_pet(self) -> Result<NewPet, ApiError> {
+    pub fn into_new_pet(self, context: &ParseContext) -> Result<NewPet, ApiError> {
         let Self { name, category_id, status } = self;
-        match (name.parse("name"), category_id.parse("categoryId"), status.parse("status")) {
+        let parsed = (
+            name.parse("name", context),
+            category_id.parse("categoryId", context),
+            status.parse("status", context),
+        );
+        match parsed {
             (Ok(name), Ok(category_id), Ok(status)) => Ok(NewPet { name, category_id, status }),
             (name, category_id, status) => {
                 let problems: Vec<String> =
@@ -96,16 +103,18 @@ impl NewPetSchema {
     }
 }
 
-/// A `createPet` body: a valid new pet, or what is wrong with it.
-pub type NewPetBody = Documented<NewPetSchema, Result<NewPet, ApiError>>;
+/// A `createPet` body, documented as `NewPet`: its fields as the client sent them, or, when
+/// it is not a JSON object, the error saying so. The operation then parses the fields with
+/// [`NewPetSchema::into_new_pet`], in the request's [`ParseContext`].
+pub type NewPetBody = Documented<NewPetSchema, Result<NewPetSchema, ApiError>>;
 
 impl ParseFromJSON for NewPetBody {
     fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
         let not_an_object = || ApiError::invalid_request("the body must be a JSON object");
         Ok(Self::new(match value {
-            Some(object @ Value::Object(_)) => NewPetSchema::parse_from_json(Some(object))
-                .map_err(|_| not_an_object())
-                .and_then(NewPetSchema::into_new_pet),
+            Some(object @ Value::Object(_)) => {
+                NewPetSchema::parse_from_json(Some(object)).map_err(|_| not_an_object())
+            }
             _ => Err(not_an_object()),
         }))
     }
@@ -134,7 +143,7 @@ impl BodyValue for PetName {
         }))
     }
 
-    fn from_json(name: &str, json: &Value) -> Result<Self, String> {
+    fn from_json(name: &str, json: &Value, _: &ParseContext) -> Result<Self, String> {
         match json {
             Value::String(text) => PetName::new(text).map_err(|e| e.to_string()),
             other => Err(format!("{name} must be a string, got {}", kind(other))),
@@ -163,7 +172,7 @@ impl BodyValue for CategoryId {
         }))
     }
 
-    fn from_json(name: &str, json: &Value) -> Result<Self, String> {
+    fn from_json(name: &str, json: &Value, _: &ParseContext) -> Result<Self, String> {
         match json {
             Value::Number(n) => match n.as_i64() {
                 Some(id) => CategoryId::new(id).map_err(|e| e.to_string()),
@@ -193,7 +202,7 @@ impl BodyValue for PetStatus {
         Some(Self::default())
     }
 
-    fn from_json(name: &str, json: &Value) -> Result<Self, String> {
+    fn from_json(name: &str, json: &Value, _: &ParseContext) -> Result<Self, String> {
         match json {
             Value::String(text) => text.parse::<PetStatus>().map_err(|e| e.to_string()),
             other => Err(format!(
@@ -211,9 +220,11 @@ mod tests {
     use serde_json::json;
 
     fn parse(value: &Value) -> Result<NewPet, String> {
+        let context = ParseContext { now: std::time::SystemTime::UNIX_EPOCH };
         NewPetBody::parse_from_json(Some(value.clone()))
             .map_err(|_| "parse failed".to_owned())?
             .into_inner()
+            .and_then(|fields| fields.into_new_pet(&context))
             .map_err(|e| e.body().message)
     }
 

@@ -8,6 +8,7 @@ use poem_openapi::{ApiResponse, OpenApi, Tags};
 use crate::auth::BearerKey;
 use crate::deprecation::GET_PET;
 use crate::dto::cursor::{decode_cursor, encode_cursor};
+use crate::dto::field::ParseContext;
 use crate::dto::params::{PageSizeSchema, RawParam};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
@@ -152,7 +153,8 @@ impl PetsApi {
         _key: BearerKey,
         body: Json<NewPetBody>,
     ) -> Result<CreatePetOk, OperationError<CreatePetErrors>> {
-        let pet = self.state.pets.add(body.0.into_inner()?).await?;
+        let context = ParseContext { now: self.state.clock.now() };
+        let pet = self.state.pets.add(body.0.into_inner()?.into_new_pet(&context)?).await?;
         let location = format!("/v1/pets/{}", pet.id);
         Ok(CreatePetOk::Created(Json(pet.into()), location))
     }

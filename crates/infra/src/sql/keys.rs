@@ -41,45 +41,56 @@ fn instant(millis: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
 }
 
+// The mappings below name every field, on both sides and without `..`: a field added to
+// `ApiKey` or the row does not compile until it is mapped here.
+
 fn to_row(key: &ApiKey) -> api_key::ActiveModel {
-    let custom = match key.plan {
-        Plan::Enterprise(quota) => Some(quota),
+    let ApiKey { id, name, plan, environment, digest, created_at, last_used_at, revoked_at } = key;
+    let custom = match plan {
+        Plan::Enterprise(quota) => Some(*quota),
         _ => None,
     };
     api_key::ActiveModel {
-        id: Set(key.id.as_str().to_owned()),
-        digest: Set(key.digest.as_bytes().to_vec()),
-        name: Set(key.name.as_ref().map(|n| n.as_str().to_owned())),
-        plan: Set(key.plan.name().to_owned()),
+        id: Set(id.as_str().to_owned()),
+        digest: Set(digest.as_bytes().to_vec()),
+        name: Set(name.as_ref().map(|n| n.as_str().to_owned())),
+        plan: Set(plan.name().to_owned()),
         per_minute: Set(custom.map(|q| i64::from(q.per_minute.get()))),
         per_day: Set(custom.map(|q| i64::from(q.per_day.get()))),
-        environment: Set(key.environment.name().to_owned()),
-        created_at: Set(millis(key.created_at)),
-        last_used_at: Set(key.last_used_at.map(millis)),
-        revoked_at: Set(key.revoked_at.map(millis)),
+        environment: Set(environment.name().to_owned()),
+        created_at: Set(millis(*created_at)),
+        last_used_at: Set(last_used_at.map(millis)),
+        revoked_at: Set(revoked_at.map(millis)),
     }
 }
 
 fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
-    let limit = |n: Option<i64>| {
+    let api_key::Model {
+        id,
+        digest,
+        name,
+        plan,
+        per_minute,
+        per_day,
+        environment,
+        created_at,
+        last_used_at,
+        revoked_at,
+    } = row;
+    let limit = |n: &Option<i64>| {
         n.map(|n| u32::try_from(n).map_err(|e| corrupt("api_keys", e))).transpose()
     };
     Ok(ApiKey {
-        id: KeyId::new(&row.id).map_err(|e| corrupt("api_keys", e))?,
-        name: row
-            .name
-            .as_deref()
-            .map(KeyName::new)
-            .transpose()
+        id: KeyId::new(id).map_err(|e| corrupt("api_keys", e))?,
+        name: name.as_deref().map(KeyName::new).transpose().map_err(|e| corrupt("api_keys", e))?,
+        plan: Plan::new(plan, limit(per_minute)?, limit(per_day)?)
             .map_err(|e| corrupt("api_keys", e))?,
-        plan: Plan::new(&row.plan, limit(row.per_minute)?, limit(row.per_day)?)
-            .map_err(|e| corrupt("api_keys", e))?,
-        environment: row.environment.parse::<Environment>().map_err(|e| corrupt("api_keys", e))?,
-        digest: KeyDigest::from_bytes(&row.digest)
+        environment: environment.parse::<Environment>().map_err(|e| corrupt("api_keys", e))?,
+        digest: KeyDigest::from_bytes(digest)
             .ok_or_else(|| corrupt("api_keys", "the digest is not 32 bytes"))?,
-        created_at: instant(row.created_at),
-        last_used_at: row.last_used_at.map(instant),
-        revoked_at: row.revoked_at.map(instant),
+        created_at: instant(*created_at),
+        last_used_at: last_used_at.map(instant),
+        revoked_at: revoked_at.map(instant),
     })
 }
 

@@ -16,7 +16,7 @@ use animal_store_domain::{
 };
 use async_trait::async_trait;
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
+    ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, NotSet, QueryFilter,
     QueryOrder, QuerySelect, Set,
 };
 
@@ -39,23 +39,28 @@ impl SeaOrmPetRepository {
     }
 }
 
+// The mappings below name every field, on both sides and without `..`: a field added to
+// `NewPet`, `Pet` or the row does not compile until it is mapped here.
+
 async fn insert(txn: &DatabaseTransaction, pet: NewPet) -> Result<Pet, DbErr> {
+    let NewPet { name, category_id, status } = &pet;
     let row = pet::ActiveModel {
-        name: Set(pet.name.as_str().to_owned()),
-        category_id: Set(pet.category_id.get()),
-        status: Set(pet.status.as_str().to_owned()),
-        ..Default::default()
+        id: NotSet,
+        name: Set(name.as_str().to_owned()),
+        category_id: Set(category_id.get()),
+        status: Set(status.as_str().to_owned()),
     };
     let id = pet::Entity::insert(row).exec(txn).await?.last_insert_id;
     Ok(Pet::from_new(PetId::new(id), pet))
 }
 
 fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
+    let pet::Model { id, name, category_id, status } = row;
     Ok(Pet {
-        id: PetId::new(row.id),
-        name: PetName::new(&row.name).map_err(|e| corrupt("pets", e))?,
-        category_id: CategoryId::new(row.category_id).map_err(|e| corrupt("pets", e))?,
-        status: row.status.parse::<PetStatus>().map_err(|e| corrupt("pets", e))?,
+        id: PetId::new(*id),
+        name: PetName::new(name).map_err(|e| corrupt("pets", e))?,
+        category_id: CategoryId::new(*category_id).map_err(|e| corrupt("pets", e))?,
+        status: status.parse::<PetStatus>().map_err(|e| corrupt("pets", e))?,
     })
 }
 
