@@ -128,6 +128,26 @@ impl Database {
         migrated.map_err(DatabaseError::Migrate)
     }
 
+    /// Applies the first `count` migrations only, as an older version of the service would
+    /// have left the database: for upgrade tests.
+    ///
+    /// # Errors
+    ///
+    /// [`DatabaseError::Migrate`] when a migration fails.
+    #[cfg(feature = "testing")]
+    pub async fn migrate_first(&self, count: u32) -> Result<(), DatabaseError> {
+        let connection = self.connector.open(1, false).await.map_err(DatabaseError::Connect)?;
+        let migrated = migration::Migrator::up(&connection, Some(count)).await;
+        let _ = connection.close().await;
+        migrated.map_err(DatabaseError::Migrate)
+    }
+
+    /// The names of the migrations, oldest first, as the database records them.
+    #[cfg(feature = "testing")]
+    pub fn migration_names() -> Vec<String> {
+        migration::Migrator::migrations().iter().map(|m| m.name().to_owned()).collect()
+    }
+
     /// Which server this is.
     pub fn backend(&self) -> Backend {
         self.connector.backend

@@ -101,6 +101,26 @@ pub async fn fresh_postgres() -> Option<Database> {
     Some(open_migrated(&fresh_postgres_url().await?).await)
 }
 
+/// The start of an upgrade test of migration number `index` (counted from 0, in the order
+/// of [`Database::migration_names`]): the database at `url` is brought to the migration
+/// before it, `seed` (SQL written against that older schema) fills it, and then every
+/// migration runs. The caller checks what the seeded rows became.
+///
+/// # Panics
+///
+/// When a step fails.
+pub async fn upgraded(url: &str, index: u32, seed: &[&str]) -> Database {
+    let db = Database::connect(url).await.expect("open the test database");
+    db.migrate_first(index).await.expect("migrate to the previous version");
+    let sql = sea_orm::Database::connect(url).await.expect("a connection for the seed");
+    for statement in seed {
+        sql.execute_unprepared(statement).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    sql.close().await.expect("close");
+    db.migrate().await.expect("upgrade");
+    db
+}
+
 async fn open_migrated(url: &str) -> Database {
     let db = Database::connect(url).await.expect("open the test database");
     db.migrate().await.expect("migrate the test database");
