@@ -90,5 +90,5 @@ fn describe(key: &ApiKey) -> String {
 }
 
 fn rfc3339(at: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(at).to_string()
+    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
