@@ -220,7 +220,7 @@ mod tests {
     use serde_json::json;
 
     fn parse(value: &Value) -> Result<NewPet, String> {
-        let context = ParseContext { now: std::time::SystemTime::UNIX_EPOCH };
+        let context = ParseContext { now: std::time::SystemTime::now() };
         NewPetBody::parse_from_json(Some(value.clone()))
             .map_err(|_| "parse failed".to_owned())?
             .into_inner()
@@ -237,14 +237,16 @@ mod tests {
             let name = name.trim_start_matches("#/components/schemas/");
             return schemas[name]["enum"][0].clone();
         }
-        match property["type"].as_str() {
-            Some("string") => {
+        match (property["type"].as_str(), property["format"].as_str()) {
+            (Some("string"), Some("date")) => Value::from("2021-04-01"),
+            (Some("string"), Some("date-time")) => Value::from("2021-04-01T12:00:00Z"),
+            (Some("string"), _) => {
                 let min = property["minLength"].as_u64().unwrap_or(1);
                 Value::from("x".repeat(usize::try_from(min).unwrap()))
             }
             #[allow(clippy::cast_possible_truncation, reason = "a schema's small minimum")]
-            Some("integer") => Value::from(property["minimum"].as_f64().unwrap_or(0.0) as i64),
-            other => panic!("no sample for a property of type {other:?}"),
+            (Some("integer"), _) => Value::from(property["minimum"].as_f64().unwrap_or(0.0) as i64),
+            other => panic!("no sample for a property of type and format {other:?}"),
         }
     }
 
