@@ -1,6 +1,8 @@
 //! The command line: every setting is a flag with an environment variable beside it.
 
 use animal_store_api::{DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
+
+pub use crate::database_url::DatabaseUrl;
 use animal_store_domain::Environment;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
@@ -117,44 +119,6 @@ pub struct ServeArgs {
     pub clock_file: Option<std::path::PathBuf>,
 }
 
-/// A database URL. Its password, if any, never shows: `Debug` and `Display` print
-/// `postgres://user:***@host/db`; only [`DatabaseUrl::expose`] gives the whole URL, to
-/// connect with.
-#[derive(Clone, PartialEq, Eq)]
-pub struct DatabaseUrl(String);
-
-impl DatabaseUrl {
-    /// The whole URL, password included: for opening the database, never for printing.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether this is `memory://`, which keeps nothing.
-    pub fn is_memory(&self) -> bool {
-        self.0 == "memory://"
-    }
-}
-
-impl std::str::FromStr for DatabaseUrl {
-    type Err = std::convert::Infallible;
-
-    fn from_str(url: &str) -> Result<Self, Self::Err> {
-        Ok(Self(url.to_owned()))
-    }
-}
-
-impl std::fmt::Display for DatabaseUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::stores::redact(&self.0))
-    }
-}
-
-impl std::fmt::Debug for DatabaseUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DatabaseUrl({:?})", crate::stores::redact(&self.0))
-    }
-}
-
 /// Where the rate-limit counters are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RateLimiterKind {
@@ -260,16 +224,6 @@ pub fn parse() -> Cli {
 mod tests {
     use super::*;
     use clap::CommandFactory;
-
-    #[test]
-    fn the_database_password_never_shows() {
-        let url: DatabaseUrl = "postgres://u:secret@h:5432/db".parse().unwrap();
-        assert_eq!(url.to_string(), "postgres://u:***@h:5432/db");
-        assert!(!format!("{url:?}").contains("secret"));
-        let cli = Cli::try_parse_from(["animal-store", "--database-url", url.expose()]).unwrap();
-        assert!(!format!("{cli:?}").contains("secret"), "{cli:?}");
-        assert_eq!(cli.database_url.expose(), "postgres://u:secret@h:5432/db");
-    }
 
     #[test]
     fn the_command_line_is_well_formed() {

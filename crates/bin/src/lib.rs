@@ -10,6 +10,7 @@
 //! as one line on stderr with exit code 2.
 
 mod cli;
+mod database_url;
 mod keys;
 mod serve;
 mod stores;
