@@ -55,11 +55,9 @@ pub fn openapi_document(state: &AppState) -> String {
 pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let service = openapi::service(&state);
     let document = openapi::document(&service);
-    let routes = Arc::new(
-        RouteTable::from_document(&document, "/v1")
-            .with_route("/v1/openapi.json", &[Method::GET])
-            .with_route("/v1/docs", &[Method::GET]),
-    );
+    let routes = RouteTable::from_document(&document, "/v1")
+        .with_route("/v1/openapi.json", &[Method::GET])
+        .with_route("/v1/docs", &[Method::GET]);
     let document = serde_json::to_string_pretty(&document).unwrap_or_default();
     let docs = openapi::docs_page(&service, &document);
     let v1 = Route::new()
@@ -74,29 +72,18 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .at("/docs", get(make_sync(move |_| Html(docs.clone()))))
         .nest("/", service);
 
-    let (allow_routes, deprecation_routes, trace_routes) = (routes.clone(), routes.clone(), routes);
+    // The layers, innermost first; middleware/mod.rs says why in this order.
     Route::new()
         .nest("/v1", v1)
         .around(middleware::body_limit)
         .catch_all_error(|err| async move { middleware::error_response(err) })
-        .around(move |ep, req| {
-            let routes = allow_routes.clone();
-            async move { middleware::allow_header(ep, req, &routes).await }
-        })
+        .around(middleware::allow_header)
         .with(CatchPanic::new().with_handler(middleware::panic_response))
-        .around(move |ep, req| {
-            let state = state.clone();
-            async move { middleware::guard(ep, req, &state).await }
-        })
-        .around(move |ep, req| {
-            let routes = deprecation_routes.clone();
-            async move { middleware::deprecation_headers(ep, req, &routes).await }
-        })
-        .around(move |ep, req| {
-            let routes = trace_routes.clone();
-            // Boxed: the layers inside make a large future, best kept off the stack.
-            async move { Box::pin(middleware::trace_request(ep, req, &routes)).await }
-        })
+        .around(middleware::guard)
+        .around(middleware::deprecation_headers)
+        // Boxed: the layers inside make a large future, best kept off the stack.
+        .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
+        .data(Arc::new(middleware::Shared { routes, state }))
         .into_endpoint()
         .boxed()
 }

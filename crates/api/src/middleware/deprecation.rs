@@ -5,21 +5,19 @@ use std::sync::Arc;
 
 use poem::{Endpoint, Request, Response};
 
-use super::respond;
+use super::{respond, shared};
 use crate::deprecation::Deprecation;
-use crate::routes::RouteTable;
 
 /// Layer 6: adds `Deprecation`, `Sunset` and `Link` to every response of a deprecated
 /// operation.
-pub async fn deprecation_headers<E: Endpoint>(
-    ep: Arc<E>,
-    req: Request,
-    routes: &RouteTable,
-) -> poem::Result<Response> {
-    let deprecation = routes
-        .find(req.uri().path())
-        .and_then(|route| route.operation(req.method()))
-        .and_then(Deprecation::of);
+pub async fn deprecation_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    let deprecation = shared(&req).and_then(|shared| {
+        shared
+            .routes
+            .find(req.uri().path())
+            .and_then(|route| route.operation(req.method()))
+            .and_then(Deprecation::of)
+    });
     let mut response = respond(ep.as_ref(), req).await;
     if let Some(deprecation) = deprecation {
         for (name, value) in deprecation.headers() {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use animal_store_domain::Subject;
 use poem::{Endpoint, IntoResponse, Request, Response};
 
-use super::respond;
-use crate::state::AppState;
+use super::{respond, shared};
+use crate::error::ApiError;
 use crate::{auth, rate_limit};
 
 /// Layer 5: finds the caller's key, counts the request against it (or against the client
@@ -17,11 +17,12 @@ use crate::{auth, rate_limit};
 /// An address over its limit for requests without a valid key gets 429 for any request that
 /// carries a key, before the key is even looked up: someone guessing keys learns nothing
 /// more, not even when a guess is right, until the address's window resets.
-pub async fn guard<E: Endpoint>(
-    ep: Arc<E>,
-    mut req: Request,
-    state: &AppState,
-) -> poem::Result<Response> {
+pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+    let Some(shared) = shared(&req) else {
+        tracing::error!("a request reached the guard without the shared state: see `app`");
+        return Ok(ApiError::internal().into_response());
+    };
+    let state = &shared.state;
     let address = rate_limit::address_subject(state, &req);
     if auth::bearer_token(req.headers()).is_some() {
         let guessing = state.limiter.peek(&address, state.rate_limit_policy.per_address).await;

@@ -12,8 +12,21 @@
 //!    those of the layers inside included.
 //! 7. [`trace_request`]: a request id and one span and log line per request.
 //!
+//! 8. `data` ([`Shared`]): puts the route table and the services on every request, for the
+//!    layers inside to read.
+//!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
-//! its headers, so that no response escapes without them.
+//! its headers, so that no response escapes without them. Other orders lose headers or the
+//! Error body: `guard` outside `body_limit` refuses an over-limit request before reading its
+//! body; `deprecation_headers` outside `guard` marks `getPet`'s 401s and 429s too;
+//! `trace_request` outermost sees every response and its status.
+//!
+//! The layers learn a request's route from a route table read off the OpenAPI document
+//! (`routes.rs`), not from a list of their own, so that the routes and the document cannot
+//! drift apart.
+//!
+//! A new layer is a file here with one `async fn(Arc<E>, Request) -> poem::Result<Response>`,
+//! its place in the list above, and one line in `app`.
 
 mod allow;
 mod body_limit;
@@ -21,6 +34,8 @@ mod deprecation;
 mod guard;
 mod panic;
 mod trace;
+
+use std::sync::Arc;
 
 use poem::{Endpoint, IntoResponse, Request, Response};
 
@@ -32,6 +47,24 @@ pub use panic::panic_response;
 pub use trace::trace_request;
 
 use crate::error::ApiError;
+use crate::routes::RouteTable;
+use crate::state::AppState;
+
+/// What the layers read: the route table, read off the document so that it cannot drift from
+/// the operations, and the services. `app` puts it on every request as the outermost layer
+/// (`EndpointExt::data`), so that each layer is a plain function and `app` reads as the list
+/// of layers in their order.
+pub struct Shared {
+    /// Every route of the service, with its methods and operations.
+    pub routes: RouteTable,
+    /// The services.
+    pub state: AppState,
+}
+
+/// The [`Shared`] data of a request; `None` only if `app` did not add it, a bug.
+fn shared(req: &Request) -> Option<Arc<Shared>> {
+    req.data::<Arc<Shared>>().cloned()
+}
 
 /// Calls `ep` and turns an error into the Error body.
 async fn respond<E: Endpoint>(ep: &E, req: Request) -> Response {
