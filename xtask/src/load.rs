@@ -6,14 +6,13 @@
 //! page filtered by status, and adding an animal (durable writes, group-committed). wrk's
 //! report is printed as is. On Debian as root, `wrk` is installed when missing.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{cmd, postgres};
+use crate::{cmd, system};
 
 /// How long each scenario runs.
 const DURATION: &str = "10s";
@@ -56,26 +55,17 @@ fn load(bin: &Path, dir: &Path) -> Result<()> {
     let key =
         String::from_utf8(key_output.stdout).context("the key is not UTF-8")?.trim().to_owned();
 
-    let mut child = Command::new(bin)
-        .args(["--database-url", &database, "serve", "--bind", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn,animal_store::serve=info")
+    let port_file = dir.join("port");
+    let child = Command::new(bin)
+        .args(["--database-url", &database, "serve", "--bind", "127.0.0.1:0", "--port-file"])
+        .arg(&port_file)
+        .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::inherit())
         .spawn()
         .context("could not start the server")?;
-    let stderr = child.stderr.take().context("no stderr")?;
-    let server = Server(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let base = loop {
-        let Some(line) = lines.next().transpose().context("reading the server's log")? else {
-            bail!("the server exited before listening");
-        };
-        if let Some(addr) = line.split("listening on ").nth(1) {
-            break addr.trim().to_owned();
-        }
-    };
-    // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+    let mut server = Server(child);
+    let base = wait_for_port(&mut server, &port_file)?;
 
     let auth = format!("Authorization: Bearer {key}");
     let post = dir.join("post.lua");
@@ -126,19 +116,26 @@ fn wrk(args: &[&str], quiet: bool) -> Result<()> {
     if quiet { cmd::run_quiet(&mut command).map(|_| ()) } else { cmd::run(&mut command) }
 }
 
+/// The server's address, once it has written its port file; bounded to 30 s.
+fn wait_for_port(server: &mut Server, port_file: &Path) -> Result<String> {
+    for _ in 0..300 {
+        if let Ok(port) = std::fs::read_to_string(port_file) {
+            return Ok(format!("http://127.0.0.1:{}", port.trim()));
+        }
+        if let Some(status) = server.0.try_wait().context("waiting for the server")? {
+            bail!("the server exited before listening: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("the server did not listen within 30 s")
+}
+
 fn ensure_wrk() -> Result<()> {
     if Command::new("wrk").arg("-v").output().is_ok() {
         return Ok(());
     }
-    if postgres::is_root()? && Path::new("/etc/debian_version").exists() {
-        cmd::header("apt-get install wrk");
-        cmd::run_quiet(Command::new("apt-get").arg("update"))?;
-        cmd::run_quiet(
-            Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends", "wrk"])
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )?;
-        return Ok(());
+    if system::is_root()? && system::is_debian() {
+        return system::apt_install("wrk");
     }
     bail!("wrk is not installed; install it with: sudo apt-get install -y wrk")
 }

@@ -9,6 +9,7 @@ mod cmd;
 mod load;
 mod openapi;
 mod postgres;
+mod system;
 mod tidy;
 
 use std::ffi::OsString;

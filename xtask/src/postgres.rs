@@ -12,7 +12,7 @@
 //! the next start reaps the leftovers (see [`reap_stale`]).
 
 use std::fs;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread;
@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cmd;
+use crate::{cmd, system};
 
 /// Environment variable holding the test database URL.
 pub const URL_ENV: &str = "ANIMAL_STORE_TEST_POSTGRES_URL";
@@ -56,7 +56,7 @@ impl Postgres {
     /// Finds (or on Debian as root, installs) the server binaries, then creates,
     /// starts and checks a fresh cluster.
     pub fn start() -> Result<Self> {
-        let as_root = is_root().context("could not tell whether we run as root")?;
+        let as_root = system::is_root().context("could not tell whether we run as root")?;
         let (version, bin) = find_or_install_binaries(as_root)?;
         reap_stale(&bin, as_root);
 
@@ -70,7 +70,7 @@ impl Postgres {
                 format!("could not hand {} to the `{OS_USER}` OS user", dir.path().display())
             })?;
         }
-        let port = free_port()?;
+        let port = system::free_port()?;
 
         // From here on, dropping `server` cleans up whatever was started.
         let server = Self { bin, as_root, data, port, dir };
@@ -256,29 +256,13 @@ fn pg_tool(bin: &Path, tool: &str, as_root: bool, cwd: &Path) -> Command {
     command
 }
 
-/// Whether the effective uid is 0, read from `/proc/self/status` (no libc needed),
-/// falling back to `id -u` where there is no procfs.
-pub fn is_root() -> Result<bool> {
-    if let Ok(status) = fs::read_to_string("/proc/self/status") {
-        // Format: `Uid:\t<real>\t<effective>\t<saved>\t<filesystem>`.
-        let effective = status
-            .lines()
-            .find_map(|line| line.strip_prefix("Uid:"))
-            .and_then(|uids| uids.split_whitespace().nth(1))
-            .context("no effective uid in /proc/self/status")?;
-        return Ok(effective == "0");
-    }
-    let output = cmd::run_quiet(Command::new("id").arg("-u"))?;
-    Ok(String::from_utf8_lossy(&output.stdout).trim() == "0")
-}
-
 /// The newest installed server version and its `bin` directory; on Debian as root,
 /// installs the `postgresql` package first if there is none.
 fn find_or_install_binaries(as_root: bool) -> Result<(String, PathBuf)> {
     if let Some(found) = find_binaries()? {
         return Ok(found);
     }
-    if !(as_root && Path::new("/etc/debian_version").exists()) {
+    if !(as_root && system::is_debian()) {
         bail!(
             "PostgreSQL server binaries not found; install them with: sudo apt-get install -y postgresql"
         );
@@ -287,20 +271,7 @@ fn find_or_install_binaries(as_root: bool) -> Result<(String, PathBuf)> {
     eprintln!(
         "PostgreSQL server binaries not found in {INSTALL_ROOT}; installing them with apt-get"
     );
-    let mut update = Command::new("apt-get");
-    update.arg("update");
-    cmd::header(&cmd::describe(&update));
-    cmd::run(&mut update).context("could not update the apt package lists")?;
-
-    let mut install = Command::new("apt-get");
-    install.env("DEBIAN_FRONTEND", "noninteractive").args([
-        "install",
-        "-y",
-        "--no-install-recommends",
-        "postgresql",
-    ]);
-    cmd::header(&format!("DEBIAN_FRONTEND=noninteractive {}", cmd::describe(&install)));
-    cmd::run(&mut install).context("could not install the postgresql package")?;
+    system::apt_install("postgresql")?;
 
     find_binaries()?.with_context(|| {
         format!("installed postgresql, but found no initdb and pg_ctl under {INSTALL_ROOT}/<version>/bin")
@@ -334,15 +305,6 @@ fn find_binaries() -> Result<Option<(String, PathBuf)>> {
 /// `"15"` → `[15]`, `"9.6"` → `[9, 6]`; anything else is not a version directory.
 fn parse_version(name: &str) -> Option<Vec<u32>> {
     name.split('.').map(|part| part.parse().ok()).collect()
-}
-
-/// Asks the OS for a currently free port. Another process could grab it before
-/// PostgreSQL binds it, but that race is rare and fails loudly at start.
-fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .context("could not bind 127.0.0.1:0 to find a free port")?;
-    let port = listener.local_addr().context("could not read the bound port")?.port();
-    Ok(port)
 }
 
 /// Single-quotes a string for `sh`, the only quoting `pg_ctl`'s `-o` goes through.

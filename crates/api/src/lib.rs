@@ -46,14 +46,14 @@ pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL
 use routes::RouteTable;
 
 /// The OpenAPI document of the service, as served at `/v1/openapi.json`.
-pub fn openapi_document(state: &AppState) -> String {
-    let service = openapi::service(state);
+pub fn openapi_document(config: &ApiConfig) -> String {
+    let service = openapi::service(config);
     serde_json::to_string_pretty(&openapi::document(&service)).unwrap_or_default()
 }
 
 /// The whole HTTP service.
 pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
-    let service = openapi::service(&state);
+    let service = openapi::service(&state.config);
     let document = openapi::document(&service);
     let routes = RouteTable::from_document(&document, "/v1")
         .with_route("/v1/openapi.json", &[Method::GET])
@@ -83,7 +83,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .around(middleware::deprecation_headers)
         // Boxed: the layers inside make a large future, best kept off the stack.
         .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
-        .data(Arc::new(middleware::Shared { routes, state }))
+        .data(Arc::new(routes))
+        .data(state)
         .into_endpoint()
         .boxed()
 }

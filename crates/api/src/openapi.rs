@@ -10,22 +10,22 @@ use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
 use crate::operations::PetsApi;
-use crate::state::AppState;
+use crate::state::ApiConfig;
 
 /// The version of the API description.
 pub const API_VERSION: &str = "1.0.0";
 
 /// The poem-openapi service: the operations and their generated description.
-pub fn service(state: &AppState) -> OpenApiService<PetsApi, ()> {
-    OpenApiService::new(PetsApi::new(state.clone()), "Animal Store API", API_VERSION)
+pub fn service(config: &ApiConfig) -> OpenApiService<PetsApi, ()> {
+    OpenApiService::new(PetsApi, "Animal Store API", API_VERSION)
         .description(
             "Keep the catalogue of animals of a pet store: list them, add them, get one by id. \
              Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
              error answers with the `Error` body. The version is part of the path: every \
              address ends in `/v1`.",
         )
-        .server(ServerObject::new(&state.config.production_url).description("Production"))
-        .server(ServerObject::new(&state.config.staging_url).description("Staging"))
+        .server(ServerObject::new(&config.production_url).description("Production"))
+        .server(ServerObject::new(&config.staging_url).description("Staging"))
 }
 
 /// The complete document: generated, then completed with what the middleware does.

@@ -57,7 +57,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Openapi(args) => {
             let mut out = std::io::stdout().lock();
-            let document = serve::openapi_document(&cli, &args);
+            let document = serve::openapi_document(&args);
             match writeln!(out, "{document}") {
                 // A closed pipe (`openapi | head`) is the reader's choice, not a failure.
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Runtime(

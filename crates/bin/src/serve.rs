@@ -6,10 +6,7 @@ use std::time::Duration;
 
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{Clock, KeyService, PetService, Plan, Quota, RateLimitPolicy};
-use animal_store_infra::{
-    CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter, MokaRateLimiter,
-    SystemClock,
-};
+use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
 use anyhow::Context;
 use poem::Server;
 use poem::listener::{Acceptor, Listener, TcpListener};
@@ -71,19 +68,10 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
     })
 }
 
-/// The OpenAPI document, as the server would serve it.
-pub fn openapi_document(cli: &Cli, document: &DocumentArgs) -> String {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let limits = RateLimitPolicy::default();
-    let state = AppState {
-        pets: PetService::new(Arc::new(MemoryPetRepository::new())),
-        keys: KeyService::new(Arc::new(MemoryApiKeyStore::new()), clock.clone(), cli.environment),
-        limiter: Arc::new(MemoryRateLimiter::new(limits, 1, clock.clone())),
-        rate_limit_policy: limits,
-        clock,
-        config: Arc::new(api_config(document, &[])),
-    };
-    animal_store_api::openapi_document(&state)
+/// The OpenAPI document, as the server would serve it: built from the types and the
+/// server addresses alone, without stores.
+pub fn openapi_document(document: &DocumentArgs) -> String {
+    animal_store_api::openapi_document(&api_config(document, &[]))
 }
 
 /// Runs the server.

@@ -5,15 +5,14 @@ use std::sync::Arc;
 
 use poem::{Endpoint, Request, Response};
 
-use super::{respond, shared};
+use super::{respond, routes};
 use crate::deprecation::Deprecation;
 
 /// Layer 6: adds `Deprecation`, `Sunset` and `Link` to every response of a deprecated
 /// operation.
 pub async fn deprecation_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let deprecation = shared(&req).and_then(|shared| {
-        shared
-            .routes
+    let deprecation = routes(&req).and_then(|routes| {
+        routes
             .find(req.uri().path())
             .and_then(|route| route.operation(req.method()))
             .and_then(Deprecation::of)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use animal_store_domain::Subject;
 use poem::{Endpoint, IntoResponse, Request, Response};
 
-use super::{respond, shared};
+use super::{respond, state};
 use crate::error::ApiError;
 use crate::{auth, rate_limit};
 
@@ -18,11 +18,11 @@ use crate::{auth, rate_limit};
 /// carries a key, before the key is even looked up: someone guessing keys learns nothing
 /// more, not even when a guess is right, until the address's window resets.
 pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
-    let Some(shared) = shared(&req) else {
-        tracing::error!("a request reached the guard without the shared state: see `app`");
+    let Some(state) = state(&req) else {
+        tracing::error!("a request reached the guard without the services: see `app`");
         return Ok(ApiError::internal().into_response());
     };
-    let state = &shared.state;
+    let state = &state;
     let address = rate_limit::address_subject(state, &req);
     if auth::bearer_token(req.headers()).is_some() {
         let guessing = state.limiter.peek(&address, state.rate_limit_policy.per_address).await;

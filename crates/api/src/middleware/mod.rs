@@ -12,8 +12,8 @@
 //!    those of the layers inside included.
 //! 7. [`trace_request`]: a request id and one span and log line per request.
 //!
-//! 8. `data` ([`Shared`]): puts the route table and the services on every request, for the
-//!    layers inside to read.
+//! 8. `data`: puts the route table and the services (`AppState`) on every request, for the
+//!    layers and the operations inside to read.
 //!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
 //! its headers, so that no response escapes without them. Other orders lose headers or the
@@ -50,20 +50,19 @@ use crate::error::ApiError;
 use crate::routes::RouteTable;
 use crate::state::AppState;
 
-/// What the layers read: the route table, read off the document so that it cannot drift from
-/// the operations, and the services. `app` puts it on every request as the outermost layer
-/// (`EndpointExt::data`), so that each layer is a plain function and `app` reads as the list
-/// of layers in their order.
-pub struct Shared {
-    /// Every route of the service, with its methods and operations.
-    pub routes: RouteTable,
-    /// The services.
-    pub state: AppState,
+// What the layers read, the route table and the services, is request data that `app` adds
+// as the outermost layers (`EndpointExt::data`): each layer is then a plain function, and
+// `app` reads as the list of layers in their order. The operations read the services the
+// same way.
+
+/// The route table of a request; `None` only if `app` did not add it, a bug.
+fn routes(req: &Request) -> Option<Arc<RouteTable>> {
+    req.data::<Arc<RouteTable>>().cloned()
 }
 
-/// The [`Shared`] data of a request; `None` only if `app` did not add it, a bug.
-fn shared(req: &Request) -> Option<Arc<Shared>> {
-    req.data::<Arc<Shared>>().cloned()
+/// The services; `None` only if `app` did not add them, a bug.
+fn state(req: &Request) -> Option<AppState> {
+    req.data::<AppState>().cloned()
 }
 
 /// Calls `ep` and turns an error into the Error body.

@@ -7,16 +7,16 @@ use poem::http::{HeaderName, HeaderValue, StatusCode};
 use poem::{Endpoint, Request, Response};
 use tracing::Instrument;
 
-use super::{respond, shared};
+use super::{respond, routes};
 
 /// Layer 7: gives the request an id (`X-Request-Id` on the response) and a span with its
 /// method, route, key id, status and latency. The key itself is never logged.
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let request_id = format!("{:016x}", rand::random::<u64>());
-    let shared = shared(&req);
-    let route = shared
+    let routes = routes(&req);
+    let route = routes
         .as_ref()
-        .and_then(|shared| shared.routes.find(req.uri().path()))
+        .and_then(|routes| routes.find(req.uri().path()))
         .map_or("(unmatched)", |r| r.template())
         .to_owned();
     let span = tracing::info_span!(

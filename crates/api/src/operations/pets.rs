@@ -1,6 +1,7 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
 use animal_store_domain::{PageSize, PageSizeError, PetId, PetQuery, PetStatus};
+use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
@@ -95,17 +96,9 @@ impl ErrorSet for GetPetErrors {
     ];
 }
 
-/// The `animals` operations.
-pub struct PetsApi {
-    state: AppState,
-}
-
-impl PetsApi {
-    /// The operations over `state`.
-    pub fn new(state: AppState) -> Self {
-        Self { state }
-    }
-}
+/// The `animals` operations. They hold no state: the services reach them as request data
+/// (`AppState`, added by `app`), so that the document is built from the types alone.
+pub struct PetsApi;
 
 #[OpenApi(tag = "Tag::Animals")]
 impl PetsApi {
@@ -118,6 +111,7 @@ impl PetsApi {
     async fn list_pets(
         &self,
         _key: BearerKey,
+        state: Data<&AppState>,
         /// Maximum number of animals returned: 1 to 100, 20 when omitted.
         limit: Query<Option<RawParam<PageSizeSchema>>>,
         /// Returns only animals with this status.
@@ -138,7 +132,7 @@ impl PetsApi {
                 .map_err(|e| ApiError::validation_failed(e.to_string()))?,
             after: cursor.0.as_deref().map(decode_cursor).transpose()?,
         };
-        let page = self.state.pets.list(query).await?;
+        let page = state.pets.list(query).await?;
         let next = page.next_after.map(|after| next_link(&query, after));
         Ok(ListPetsOk::Ok(Json(page.pets.into_iter().map(PetBody::from).collect()), next))
     }
@@ -151,10 +145,11 @@ impl PetsApi {
     async fn create_pet(
         &self,
         _key: BearerKey,
+        state: Data<&AppState>,
         body: Json<NewPetBody>,
     ) -> Result<CreatePetOk, OperationError<CreatePetErrors>> {
-        let context = ParseContext { now: self.state.clock.now() };
-        let pet = self.state.pets.add(body.0.into_inner()?.into_new_pet(&context)?).await?;
+        let context = ParseContext { now: state.clock.now() };
+        let pet = state.pets.add(body.0.into_inner()?.into_new_pet(&context)?).await?;
         let location = format!("/v1/pets/{}", pet.id);
         Ok(CreatePetOk::Created(Json(pet.into()), location))
     }
@@ -168,11 +163,12 @@ impl PetsApi {
     async fn get_pet(
         &self,
         _key: BearerKey,
+        state: Data<&AppState>,
         /// The id of the animal.
         #[oai(name = "petId")]
         pet_id: Path<RawParam<i64>>,
     ) -> Result<GetPetOk, OperationError<GetPetErrors>> {
-        if GET_PET.is_past_sunset(self.state.clock.now()) {
+        if GET_PET.is_past_sunset(state.clock.now()) {
             return Err(ApiError::new(
                 ErrorCode::Gone,
                 "getPet was removed on 5 December 2030; use GET /v1/pets instead",
@@ -185,7 +181,7 @@ impl PetsApi {
                 pet_id.0.as_str()
             ))
         })?;
-        let pet = self.state.pets.get(PetId::new(id)).await?;
+        let pet = state.pets.get(PetId::new(id)).await?;
         Ok(GetPetOk::Ok(Json(pet.into())))
     }
 }
