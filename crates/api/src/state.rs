@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{Clock, KeyService, PetService, RateLimitPolicy, RateLimiter};
+use animal_store_domain::{Clock, KeyService, PetService, RateLimiter};
 use ipnet::IpNet;
 
 /// The services and settings the API runs on. Cheap to clone.
@@ -14,10 +14,9 @@ pub struct AppState {
     pub keys: KeyService,
     /// The time, for sunsets.
     pub clock: Arc<dyn Clock>,
-    /// Counts requests per key and per client address.
+    /// Counts requests per key and per client address, under its policy (suspensions, the
+    /// quota of requests without a valid key).
     pub limiter: Arc<dyn RateLimiter>,
-    /// Suspensions and the quota of requests without a valid key.
-    pub rate_limit_policy: RateLimitPolicy,
     /// Settings.
     pub config: Arc<ApiConfig>,
 }

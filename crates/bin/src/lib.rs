@@ -14,6 +14,7 @@ mod database_url;
 mod keys;
 mod serve;
 mod stores;
+pub mod wiring;
 
 use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;

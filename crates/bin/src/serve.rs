@@ -5,14 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use animal_store_api::{ApiConfig, AppState};
-use animal_store_domain::{Clock, KeyService, PetService, Plan, Quota, RateLimitPolicy};
-use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
+use animal_store_domain::{Clock, KeyService, Plan, Quota, RateLimitPolicy};
+use animal_store_infra::SystemClock;
 use anyhow::Context;
 use poem::Server;
 use poem::listener::{Acceptor, Listener, TcpListener};
 
 use crate::Failure;
-use crate::cli::{Cli, DocumentArgs, RateLimiterKind, ServeArgs};
+use crate::cli::{Cli, DocumentArgs, ServeArgs};
+use crate::wiring::Wiring;
 use crate::stores::Stores;
 
 fn api_config(document: &DocumentArgs, trusted_proxies: &[ipnet::IpNet]) -> ApiConfig {
@@ -45,27 +46,13 @@ fn clock(args: &ServeArgs) -> Arc<dyn Clock> {
 
 /// The services of `serve` over `stores`.
 fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppState> {
-    let clock = clock(args);
-    let limits = limit_policy(args)?;
-    Ok(AppState {
-        pets: PetService::new(stores.pets()),
-        keys: KeyService::new(
-            Arc::new(CachedApiKeyStore::new(stores.keys())),
-            clock.clone(),
-            cli.environment,
-        ),
-        limiter: match args.rate_limiter {
-            RateLimiterKind::Moka => {
-                Arc::new(MokaRateLimiter::new(limits, args.limiter_capacity, clock.clone()))
-            }
-            RateLimiterKind::Memory => {
-                Arc::new(MemoryRateLimiter::new(limits, args.limiter_capacity, clock.clone()))
-            }
-        },
-        rate_limit_policy: limits,
-        clock,
-        config: Arc::new(api_config(&args.document, &args.trusted_proxies)),
-    })
+    Ok(Wiring::new(stores.pets(), stores.keys())
+        .clock(clock(args))
+        .policy(limit_policy(args)?)
+        .environment(cli.environment)
+        .config(api_config(&args.document, &args.trusted_proxies))
+        .rate_limiter(args.rate_limiter, args.limiter_capacity)
+        .state())
 }
 
 /// The OpenAPI document, as the server would serve it: built from the types and the

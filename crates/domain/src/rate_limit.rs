@@ -248,6 +248,9 @@ pub trait RateLimiter: Send + Sync + 'static {
 
     /// The decision a request of `subject` would get now, without counting it.
     async fn peek(&self, subject: &Subject, quota: Quota) -> Decision;
+
+    /// The policy this limiter applies: suspensions, and the quota of a client address.
+    fn policy(&self) -> RateLimitPolicy;
 }
 
 #[cfg(test)]

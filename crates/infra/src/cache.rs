@@ -5,18 +5,24 @@
 //! client retrying a wrong key does not reach the database each time). The TTL bounds how
 //! long a revocation made by another process (`animal-store keys revoke`) takes to apply;
 //! revocations through this store apply at once.
+//!
+//! The TTL runs on the clock port, like every other time of the service, so that a test that
+//! moves its clock sees lookups expire. moka's own expiry, on the real clock, only bounds how
+//! long an entry takes memory.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use animal_store_domain::{ApiKey, ApiKeyStore, KeyDigest, KeyId, RepositoryError};
+use animal_store_domain::{ApiKey, ApiKeyStore, Clock, KeyDigest, KeyId, RepositoryError};
 use async_trait::async_trait;
 use moka::future::Cache;
 
 /// An [`ApiKeyStore`] whose lookups by digest are cached briefly.
 pub struct CachedApiKeyStore {
     inner: Arc<dyn ApiKeyStore>,
-    by_digest: Cache<[u8; 32], Option<ApiKey>>,
+    clock: Arc<dyn Clock>,
+    /// Each lookup, with the time (on `clock`) it was made.
+    by_digest: Cache<[u8; 32], (SystemTime, Option<ApiKey>)>,
     /// The digest of each cached key, so that a write by id can drop the key's entry.
     digests: Cache<KeyId, [u8; 32]>,
 }
@@ -27,10 +33,11 @@ impl CachedApiKeyStore {
     /// The most lookups kept.
     pub const CAPACITY: u64 = 100_000;
 
-    /// A cache in front of `inner`.
-    pub fn new(inner: Arc<dyn ApiKeyStore>) -> Self {
+    /// A cache in front of `inner`, whose entries age on `clock`.
+    pub fn new(inner: Arc<dyn ApiKeyStore>, clock: Arc<dyn Clock>) -> Self {
         Self {
             inner,
+            clock,
             by_digest: Cache::builder()
                 .max_capacity(Self::CAPACITY)
                 .time_to_live(Self::TTL)
@@ -55,14 +62,20 @@ impl ApiKeyStore for CachedApiKeyStore {
     }
 
     async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
-        let found = self
-            .by_digest
-            .try_get_with(*digest.as_bytes(), self.inner.find_by_digest(digest))
-            .await;
-        if let Ok(Some(key)) = &found {
+        let now = self.clock.now();
+        if let Some((looked_up, _)) = self.by_digest.get(digest.as_bytes()).await {
+            // Older than the TTL, or from a "future" the clock was moved back from.
+            let fresh = now.duration_since(looked_up).is_ok_and(|age| age < Self::TTL);
+            if !fresh {
+                self.by_digest.invalidate(digest.as_bytes()).await;
+            }
+        }
+        let lookup = async { self.inner.find_by_digest(digest).await.map(|key| (now, key)) };
+        let found = self.by_digest.try_get_with(*digest.as_bytes(), lookup).await;
+        if let Ok((_, Some(key))) = &found {
             self.digests.insert(key.id.clone(), *digest.as_bytes()).await;
         }
-        found.map_err(|err| match Arc::try_unwrap(err) {
+        found.map(|(_, key)| key).map_err(|err| match Arc::try_unwrap(err) {
             Ok(err) => err,
             // Other requests waited on the same lookup and hold the error too.
             Err(shared) => match *shared {

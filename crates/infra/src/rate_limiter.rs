@@ -140,6 +140,10 @@ impl RateLimiter for MokaRateLimiter {
         let now = unix_seconds(self.clock.now());
         state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
     }
+
+    fn policy(&self) -> RateLimitPolicy {
+        self.policy
+    }
 }
 
 /// Counters in sharded hash maps: the compact adapter, and the server's default.
@@ -240,5 +244,9 @@ impl RateLimiter for MemoryRateLimiter {
         let now = unix_seconds(self.clock.now());
         let state = self.shard(key).states.get(&key).copied().unwrap_or_default();
         state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
+    }
+
+    fn policy(&self) -> RateLimitPolicy {
+        self.policy
     }
 }

@@ -1,7 +1,7 @@
 //! Runs each port's conformance suite against every adapter of that port.
 
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
-use animal_store_infra::{CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, conformance};
+use animal_store_infra::{CachedApiKeyStore, SystemClock, MemoryApiKeyStore, MemoryPetRepository, conformance};
 
 #[tokio::test]
 async fn memory_pet_repository() {
@@ -49,7 +49,7 @@ async fn postgres_api_key_store() {
 
 #[tokio::test]
 async fn cached_memory_api_key_store() {
-    let store = CachedApiKeyStore::new(std::sync::Arc::new(MemoryApiKeyStore::new()));
+    let store = CachedApiKeyStore::new(std::sync::Arc::new(MemoryApiKeyStore::new()), std::sync::Arc::new(SystemClock));
     conformance::api_key_store(&store).await;
 }
 
@@ -57,7 +57,7 @@ async fn cached_memory_api_key_store() {
 async fn cached_sqlite_api_key_store() {
     let file = SqliteFile::new();
     let db = file.open().await;
-    let store = CachedApiKeyStore::new(std::sync::Arc::new(db.keys()));
+    let store = CachedApiKeyStore::new(std::sync::Arc::new(db.keys()), std::sync::Arc::new(SystemClock));
     conformance::api_key_store(&store).await;
     db.close().await;
 }

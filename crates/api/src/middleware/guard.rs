@@ -25,7 +25,7 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     let state = &state;
     let address = rate_limit::address_subject(state, &req);
     if auth::bearer_token(req.headers()).is_some() {
-        let guessing = state.limiter.peek(&address, state.rate_limit_policy.per_address).await;
+        let guessing = state.limiter.peek(&address, state.limiter.policy().per_address).await;
         if let Some(refusal) = rate_limit::refusal(&address, &guessing) {
             let mut response = refusal.into_response();
             rate_limit::set_headers(response.headers_mut(), &guessing);
@@ -35,7 +35,7 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     let key = auth::resolve_key(&state.keys, &mut req).await;
     let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
         Some(key) => (Subject::Key(key.id.clone()), key.plan.quota()),
-        None => (address, state.rate_limit_policy.per_address),
+        None => (address, state.limiter.policy().per_address),
     };
     let decision = state.limiter.check(&subject, quota).await;
     let mut response = match (key, rate_limit::refusal(&subject, &decision)) {

@@ -116,7 +116,6 @@ async fn an_unreachable_key_store_is_503() {
             10_000,
             clock.clone(),
         )),
-        rate_limit_policy: RateLimitPolicy::default(),
         clock,
         config: Arc::new(ApiConfig::default()),
     };

@@ -67,7 +67,6 @@ impl Harness {
                 10_000,
                 Arc::new(clock.clone()),
             )),
-            rate_limit_policy: RateLimitPolicy::default(),
             config: Arc::new(ApiConfig::default()),
         };
         Self { client: TestClient::new(app(state)), pets, keys, clock, key }

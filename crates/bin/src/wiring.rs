@@ -1,0 +1,128 @@
+//! The one wiring of the service from its parts.
+//!
+//! `serve` builds its service here, and so does the test kit (`testing`), so that a test runs
+//! exactly what production runs. Each part is given once and reaches every piece that needs
+//! it: the clock drives the rate limiter, the key cache, key bookkeeping and the sunsets; the
+//! policy is the limiter's and nobody else keeps a copy.
+//!
+//! The wiring lives in the binary's library rather than in `animal-store-api`: it names
+//! adapters (the key cache, the rate limiters), and the HTTP crate depends on the domain only.
+
+use std::sync::Arc;
+
+use animal_store_api::{ApiConfig, AppState};
+use animal_store_domain::{
+    ApiKeyStore, Clock, Environment, KeyService, PetRepository, PetService, RateLimitPolicy,
+    RateLimiter,
+};
+use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
+
+pub use crate::cli::RateLimiterKind;
+
+/// The parts of the service, with the production defaults: the system clock, the default
+/// policy, production keys, the default document addresses, no trusted proxy, and the
+/// compact in-process rate limiter.
+pub struct Wiring {
+    pets: Arc<dyn PetRepository>,
+    keys: Arc<dyn ApiKeyStore>,
+    clock: Arc<dyn Clock>,
+    policy: RateLimitPolicy,
+    environment: Environment,
+    config: ApiConfig,
+    limiter: Limiter,
+}
+
+/// Which rate limiter the service counts with.
+enum Limiter {
+    /// One of the in-process limiters, built with the wiring's clock and policy.
+    Kind { kind: RateLimiterKind, capacity: u64 },
+    /// A limiter built elsewhere, with its own clock and policy.
+    Given(Arc<dyn RateLimiter>),
+}
+
+impl Wiring {
+    /// The most subjects the in-process limiters keep, unless told otherwise.
+    pub const DEFAULT_LIMITER_CAPACITY: u64 = 2_000_000;
+
+    /// The service over these stores, with the defaults above.
+    pub fn new(pets: Arc<dyn PetRepository>, keys: Arc<dyn ApiKeyStore>) -> Self {
+        Self {
+            pets,
+            keys,
+            clock: Arc::new(SystemClock),
+            policy: RateLimitPolicy::default(),
+            environment: Environment::Production,
+            config: ApiConfig::default(),
+            limiter: Limiter::Kind {
+                kind: RateLimiterKind::Memory,
+                capacity: Self::DEFAULT_LIMITER_CAPACITY,
+            },
+        }
+    }
+
+    /// The clock of every part.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The rate-limit policy: suspensions, and the quota of requests without a valid key.
+    #[must_use]
+    pub fn policy(mut self, policy: RateLimitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The environment whose keys are accepted.
+    #[must_use]
+    pub fn environment(mut self, environment: Environment) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// The document's addresses and the trusted proxies.
+    #[must_use]
+    pub fn config(mut self, config: ApiConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// One of the in-process rate limiters, keeping at most `capacity` subjects.
+    #[must_use]
+    pub fn rate_limiter(mut self, kind: RateLimiterKind, capacity: u64) -> Self {
+        self.limiter = Limiter::Kind { kind, capacity };
+        self
+    }
+
+    /// A rate limiter of your own (an adapter under test, say). It keeps its own clock and
+    /// policy: give it the same ones.
+    #[must_use]
+    pub fn rate_limiter_adapter(mut self, limiter: Arc<dyn RateLimiter>) -> Self {
+        self.limiter = Limiter::Given(limiter);
+        self
+    }
+
+    /// The services the HTTP API runs on. The key store is wrapped in the key cache, as in
+    /// production.
+    pub fn state(self) -> AppState {
+        let Self { pets, keys, clock, policy, environment, config, limiter } = self;
+        let limiter: Arc<dyn RateLimiter> = match limiter {
+            Limiter::Kind { kind: RateLimiterKind::Memory, capacity } => {
+                Arc::new(MemoryRateLimiter::new(policy, capacity, clock.clone()))
+            }
+            Limiter::Kind { kind: RateLimiterKind::Moka, capacity } => {
+                Arc::new(MokaRateLimiter::new(policy, capacity, clock.clone()))
+            }
+            Limiter::Given(limiter) => limiter,
+        };
+        let keys = Arc::new(CachedApiKeyStore::new(keys, clock.clone()));
+        AppState {
+            pets: PetService::new(pets),
+            keys: KeyService::new(keys, clock.clone(), environment),
+            limiter,
+            clock,
+            config: Arc::new(config),
+        }
+    }
+}
