@@ -13,8 +13,8 @@ use poem::listener::{Acceptor, Listener, TcpListener};
 
 use crate::Failure;
 use crate::cli::{Cli, DocumentArgs, ServeArgs};
-use crate::wiring::Wiring;
 use crate::stores::Stores;
+use crate::wiring::Wiring;
 
 fn api_config(document: &DocumentArgs, trusted_proxies: &[ipnet::IpNet]) -> ApiConfig {
     ApiConfig {

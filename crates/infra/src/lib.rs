@@ -8,6 +8,8 @@
 //! - [`cache`]: a short-lived cache in front of any key store, for authentication.
 //! - [`rate_limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
 //! - [`clock`]: the system clock.
+//! - [`faults`]: wrappers that make any store fail or lag on purpose, for the tests of
+//!   client teams (`memory://?fail-every=10`) and of adapters.
 //!
 //! With the `testing` feature only, so that no release build ships them:
 //!
@@ -22,6 +24,7 @@ pub mod cache;
 pub mod clock;
 #[cfg(feature = "testing")]
 pub mod conformance;
+pub mod faults;
 pub mod memory;
 pub mod rate_limiter;
 pub mod sql;

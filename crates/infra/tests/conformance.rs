@@ -1,7 +1,14 @@
 //! Runs each port's conformance suite against every adapter of that port.
 
+use std::sync::Arc;
+
+use animal_store_domain::{ApiKeyStore, PetRepository};
+use animal_store_infra::conformance::faults::Stores;
+use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
-use animal_store_infra::{CachedApiKeyStore, SystemClock, MemoryApiKeyStore, MemoryPetRepository, conformance};
+use animal_store_infra::{
+    CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, SystemClock, conformance,
+};
 
 #[tokio::test]
 async fn memory_pet_repository() {
@@ -49,7 +56,10 @@ async fn postgres_api_key_store() {
 
 #[tokio::test]
 async fn cached_memory_api_key_store() {
-    let store = CachedApiKeyStore::new(std::sync::Arc::new(MemoryApiKeyStore::new()), std::sync::Arc::new(SystemClock));
+    let store = CachedApiKeyStore::new(
+        std::sync::Arc::new(MemoryApiKeyStore::new()),
+        std::sync::Arc::new(SystemClock),
+    );
     conformance::api_key_store(&store).await;
 }
 
@@ -57,7 +67,54 @@ async fn cached_memory_api_key_store() {
 async fn cached_sqlite_api_key_store() {
     let file = SqliteFile::new();
     let db = file.open().await;
-    let store = CachedApiKeyStore::new(std::sync::Arc::new(db.keys()), std::sync::Arc::new(SystemClock));
+    let store =
+        CachedApiKeyStore::new(std::sync::Arc::new(db.keys()), std::sync::Arc::new(SystemClock));
     conformance::api_key_store(&store).await;
+    db.close().await;
+}
+
+/// Every third call of the wrapped stores fails, until the suite heals them.
+fn every_third_call_fails() -> Arc<Injector> {
+    Injector::new(Faults { fail_every: Some(3), ..Faults::default() })
+}
+
+async fn failed_writes_store_nothing(
+    pets: Arc<dyn PetRepository>,
+    keys: Arc<dyn ApiKeyStore>,
+    witness_pets: &dyn PetRepository,
+    witness_keys: &dyn ApiKeyStore,
+) {
+    let injector = every_third_call_fails();
+    let faulty_pets = FaultyPetRepository::new(pets, injector.clone());
+    let faulty_keys = FaultyApiKeyStore::new(keys, injector.clone());
+    let stores = Stores { pets: &faulty_pets, keys: &faulty_keys, witness_pets, witness_keys };
+    let heal = move || injector.set(Faults::default());
+    conformance::faults::failed_writes_store_nothing(&faulty_pets, &faulty_keys, &stores, &heal)
+        .await;
+}
+
+#[tokio::test]
+async fn memory_stores_that_fail_store_nothing() {
+    let (pets, keys) = (Arc::new(MemoryPetRepository::new()), Arc::new(MemoryApiKeyStore::new()));
+    failed_writes_store_nothing(pets.clone(), keys.clone(), pets.as_ref(), keys.as_ref()).await;
+}
+
+#[tokio::test]
+async fn sqlite_stores_that_fail_store_nothing() {
+    let file = SqliteFile::new();
+    let (db, witness) = (file.open().await, file.open().await);
+    let (pets, keys) = (Arc::new(db.pets()), Arc::new(db.keys()));
+    failed_writes_store_nothing(pets, keys, &witness.pets(), &witness.keys()).await;
+    db.close().await;
+    witness.close().await;
+}
+
+#[tokio::test]
+async fn postgres_stores_that_fail_store_nothing() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    let (pets, keys) = (Arc::new(db.pets()), Arc::new(db.keys()));
+    failed_writes_store_nothing(pets, keys, &db.pets(), &db.keys()).await;
     db.close().await;
 }

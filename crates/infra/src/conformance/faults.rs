@@ -124,3 +124,40 @@ pub async fn writes_under_fault(stores: &Stores<'_>, fault: &dyn Fault, run: &st
         "{name}: a last use is recorded iff acknowledged"
     );
 }
+
+/// Checks a store that may fail on any call (an adapter wrapped in
+/// [`FaultyPetRepository`](crate::faults::FaultyPetRepository), say): every write reported
+/// stored is there, every write reported failed stored nothing, as `witness` (the same store,
+/// unwrapped or opened apart) sees it, and once the failures stop, writes succeed again.
+/// `heal` stops the failures.
+pub async fn failed_writes_store_nothing(
+    pets: &dyn PetRepository,
+    keys: &dyn ApiKeyStore,
+    witness: &Stores<'_>,
+    heal: &(dyn Fn() + Sync),
+) {
+    let mut failures = 0;
+    for i in 0..30 {
+        let name = format!("flaky #{i}");
+        if let Ok(pet) = pets.create(new_pet(&name, 5, PetStatus::Pending)).await {
+            let found = witness.witness_pets.get(pet.id).await.expect("get");
+            assert_eq!(found.as_ref(), Some(&pet), "a pet reported stored is stored");
+        } else {
+            failures += 1;
+            let all = witness.witness_pets.list(None, None, 100_000).await.expect("list");
+            assert!(
+                all.iter().all(|p| p.name.as_str() != name),
+                "a pet reported failed is not stored"
+            );
+        }
+        let (key, _) = key(Plan::Free, Some("flaky"), 1_700_000_000 + i);
+        let stored = keys.create(&key).await.is_ok();
+        let found = witness.witness_keys.find_by_digest(&key.digest).await.expect("find");
+        assert_eq!(found.is_some(), stored, "a key is stored iff reported stored");
+    }
+    assert!(failures > 0, "no write failed: the store under test never failed");
+    heal();
+    pets.create(new_pet("steady", 5, PetStatus::Sold))
+        .await
+        .unwrap_or_else(|err| panic!("writes succeed again once the failures stop: {err:?}"));
+}

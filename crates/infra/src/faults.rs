@@ -1,0 +1,170 @@
+//! Wrappers that make any adapter fail on purpose: every Nth call fails with a chosen error,
+//! and every call waits a chosen latency first. For tests of what clients see when a store
+//! misbehaves, and for `memory://`'s fault options, which ship in every build: client teams
+//! test their retries against the real binary.
+//!
+//! A failure is injected before the call reaches the wrapped store, so a failed write stores
+//! nothing, as every port promises.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use animal_store_domain::{
+    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewPet, Pet, PetId, PetRepository, PetStatus,
+    RepositoryError,
+};
+use async_trait::async_trait;
+use thiserror::Error;
+
+/// Which error an injected failure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// [`RepositoryError::Unavailable`]: the store could not be reached (a 503).
+    Unavailable,
+    /// [`RepositoryError::Backend`]: the store failed for good (a 500).
+    Backend,
+}
+
+/// What to inject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Faults {
+    /// Every Nth call fails (the Nth, the 2Nth...); `None` for none.
+    pub fail_every: Option<u64>,
+    /// The error of a failed call.
+    pub kind: FaultKind,
+    /// How long every call waits before it runs (or fails).
+    pub latency: Duration,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Self { fail_every: None, kind: FaultKind::Unavailable, latency: Duration::ZERO }
+    }
+}
+
+/// The cause of an injected failure, for logs.
+#[derive(Debug, Error)]
+#[error("a failure injected for testing (call {call})")]
+pub struct InjectedFault {
+    /// The number of the call that failed, from 1.
+    pub call: u64,
+}
+
+/// Counts calls and decides which fail. Shared by the wrappers of one store.
+#[derive(Debug)]
+pub struct Injector {
+    faults: Mutex<Faults>,
+    calls: AtomicU64,
+}
+
+impl Injector {
+    /// An injector of `faults`.
+    pub fn new(faults: Faults) -> Arc<Self> {
+        Arc::new(Self { faults: Mutex::new(faults), calls: AtomicU64::new(0) })
+    }
+
+    /// Injects `faults` from now on: `Faults::default()` stops every fault.
+    pub fn set(&self, faults: Faults) {
+        *self.faults.lock().unwrap_or_else(PoisonError::into_inner) = faults;
+    }
+
+    /// Waits the latency, then counts the call and says whether it fails.
+    ///
+    /// # Errors
+    ///
+    /// The injected error, on every Nth call.
+    pub async fn call(&self) -> Result<(), RepositoryError> {
+        let faults = *self.faults.lock().unwrap_or_else(PoisonError::into_inner);
+        if !faults.latency.is_zero() {
+            tokio::time::sleep(faults.latency).await;
+        }
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        match faults.fail_every {
+            Some(every) if every > 0 && call.is_multiple_of(every) => Err(match faults.kind {
+                FaultKind::Unavailable => {
+                    RepositoryError::Unavailable(Box::new(InjectedFault { call }))
+                }
+                FaultKind::Backend => RepositoryError::Backend(Box::new(InjectedFault { call })),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A [`PetRepository`] that fails on purpose.
+pub struct FaultyPetRepository {
+    inner: Arc<dyn PetRepository>,
+    injector: Arc<Injector>,
+}
+
+impl FaultyPetRepository {
+    /// `inner`, failing as `injector` decides.
+    pub fn new(inner: Arc<dyn PetRepository>, injector: Arc<Injector>) -> Self {
+        Self { inner, injector }
+    }
+}
+
+#[async_trait]
+impl PetRepository for FaultyPetRepository {
+    async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.create(pet).await
+    }
+
+    async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.get(id).await
+    }
+
+    async fn list(
+        &self,
+        status: Option<PetStatus>,
+        after: Option<PetId>,
+        limit: usize,
+    ) -> Result<Vec<Pet>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.list(status, after, limit).await
+    }
+}
+
+/// An [`ApiKeyStore`] that fails on purpose.
+pub struct FaultyApiKeyStore {
+    inner: Arc<dyn ApiKeyStore>,
+    injector: Arc<Injector>,
+}
+
+impl FaultyApiKeyStore {
+    /// `inner`, failing as `injector` decides.
+    pub fn new(inner: Arc<dyn ApiKeyStore>, injector: Arc<Injector>) -> Self {
+        Self { inner, injector }
+    }
+}
+
+#[async_trait]
+impl ApiKeyStore for FaultyApiKeyStore {
+    async fn create(&self, key: &ApiKey) -> Result<(), RepositoryError> {
+        self.injector.call().await?;
+        self.inner.create(key).await
+    }
+
+    async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.find_by_digest(digest).await
+    }
+
+    async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.list().await
+    }
+
+    async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.revoke(id, at).await
+    }
+
+    async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
+        self.injector.call().await?;
+        self.inner.touch(id, at).await
+    }
+}
