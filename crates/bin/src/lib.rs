@@ -14,6 +14,8 @@ mod database_url;
 mod keys;
 mod serve;
 mod stores;
+#[cfg(feature = "testing")]
+pub mod testkit;
 pub mod wiring;
 
 use std::io::{IsTerminal, Write as _};

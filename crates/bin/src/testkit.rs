@@ -1,0 +1,185 @@
+//! The test kit: the whole service in process, wired exactly as `serve` wires it, for
+//! integration testers. Built with the `testing` feature only.
+//!
+//! ```no_run
+//! # async fn example() {
+//! use animal_store::testkit::TestKit;
+//! use animal_store_domain::Plan;
+//!
+//! let app = TestKit::new().build();
+//! let key = app.issue_key(Plan::Free).await;
+//! let resp = app.client().get("/v1/pets").header("Authorization", format!("Bearer {key}")).send().await;
+//! resp.assert_status_is_ok();
+//! app.clock().advance(std::time::Duration::from_secs(60)); // the next minute, no sleeping
+//! # }
+//! ```
+//!
+//! Memory stores and a manual clock by default; any port can be swapped for an adapter under
+//! test. See `docs/testing.md`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use animal_store_api::{AppState, app};
+use animal_store_domain::{ApiKeyStore, PetRepository, Plan, RateLimitPolicy, RateLimiter};
+use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository};
+use poem::endpoint::BoxEndpoint;
+use poem::listener::{Acceptor, Listener, TcpListener};
+use poem::test::TestClient;
+use poem::{Response, Server};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::wiring::Wiring;
+
+/// 2026-11-22T00:00:00Z, a UTC midnight: where a kit's clock starts unless told otherwise.
+pub const START: u64 = 1_795_305_600;
+
+/// The parts of a test app; [`TestKit::build`] wires them.
+pub struct TestKit {
+    pets: Arc<dyn PetRepository>,
+    keys: Arc<dyn ApiKeyStore>,
+    limiter: Option<Arc<dyn RateLimiter>>,
+    policy: RateLimitPolicy,
+    clock: ManualClock,
+}
+
+impl Default for TestKit {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestKit {
+    /// Memory stores, the default policy, the in-process rate limiter and a manual clock at
+    /// [`START`].
+    pub fn new() -> Self {
+        Self {
+            pets: Arc::new(MemoryPetRepository::new()),
+            keys: Arc::new(MemoryApiKeyStore::new()),
+            limiter: None,
+            policy: RateLimitPolicy::default(),
+            clock: ManualClock::at_unix(START),
+        }
+    }
+
+    /// Pets in `pets`, an adapter under test for example.
+    #[must_use]
+    pub fn with_pets(mut self, pets: Arc<dyn PetRepository>) -> Self {
+        self.pets = pets;
+        self
+    }
+
+    /// API keys in `keys`.
+    #[must_use]
+    pub fn with_keys(mut self, keys: Arc<dyn ApiKeyStore>) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// Requests counted by `limiter`; give it [`TestKit::clock`]'s clock and the policy.
+    #[must_use]
+    pub fn with_rate_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> Self {
+        self.limiter = Some(limiter);
+        self
+    }
+
+    /// The rate-limit policy of the in-process limiter.
+    #[must_use]
+    pub fn with_policy(mut self, policy: RateLimitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The clock every part runs on, to hand to an adapter built before [`TestKit::build`].
+    pub fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    /// The app, wired by [`Wiring`] as `serve` wires it.
+    pub fn build(self) -> TestApp {
+        let Self { pets, keys, limiter, policy, clock } = self;
+        let mut wiring = Wiring::new(pets, keys).clock(Arc::new(clock.clone())).policy(policy);
+        if let Some(limiter) = limiter {
+            wiring = wiring.rate_limiter_adapter(limiter);
+        }
+        TestApp { state: wiring.state(), clock }
+    }
+}
+
+/// The service in process.
+pub struct TestApp {
+    state: AppState,
+    clock: ManualClock,
+}
+
+impl TestApp {
+    /// The clock: move it to cross a minute, a day or a sunset without waiting.
+    pub fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    /// The services, for assertions on what is stored.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Issues a key on `plan` and returns it, ready for `Authorization: Bearer <key>`.
+    ///
+    /// # Panics
+    ///
+    /// When the key store fails.
+    pub async fn issue_key(&self, plan: Plan) -> String {
+        let issued = self.state.keys.issue(None, plan).await.expect("the key store stores the key");
+        issued.secret.expose().to_owned()
+    }
+
+    /// A client that calls the service in process, without a socket.
+    pub fn client(&self) -> TestClient<BoxEndpoint<'static, Response>> {
+        TestClient::new(app(self.state.clone()))
+    }
+
+    /// Serves the app on a free port of 127.0.0.1, until [`Listening::stop`].
+    ///
+    /// # Panics
+    ///
+    /// When no port of 127.0.0.1 can be bound.
+    pub async fn listen(&self) -> Listening {
+        let acceptor = TcpListener::bind("127.0.0.1:0")
+            .into_acceptor()
+            .await
+            .expect("a free port on 127.0.0.1");
+        let port = acceptor
+            .local_addr()
+            .iter()
+            .find_map(|a| a.as_socket_addr().map(std::net::SocketAddr::port))
+            .expect("a TCP address");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let endpoint = app(self.state.clone());
+        let server = tokio::spawn(async move {
+            let signal = async {
+                let _ = stopped.await;
+            };
+            let _ = Server::new_with_acceptor(acceptor)
+                .run_with_graceful_shutdown(endpoint, signal, Some(Duration::from_secs(5)))
+                .await;
+        });
+        Listening { base: format!("http://127.0.0.1:{port}"), stop, server }
+    }
+}
+
+/// An app serving on loopback.
+pub struct Listening {
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub base: String,
+    stop: oneshot::Sender<()>,
+    server: JoinHandle<()>,
+}
+
+impl Listening {
+    /// Stops accepting, lets in-flight requests finish (5 s at most) and waits.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.server.await;
+    }
+}
