@@ -144,9 +144,11 @@ fn the_committed_document_is_the_one_the_binary_serves() {
 async fn memory_mode_serves_with_a_key_for_its_run() {
     let dir = tempfile::tempdir().expect("a directory");
     let server = Server::start("memory://", dir.path().to_path_buf(), &[]);
-    let key = server.stderr_line(|line| {
+    let key = server.ready["keys"]["demo"].as_str().expect("the run's key").to_owned();
+    let printed = server.stderr_line(|line| {
         line.strip_prefix("demo API key (free plan, this run only): ").map(|k| k.trim().to_owned())
     });
+    assert_eq!(printed, key, "the key on stderr is the ready file's");
     let client = Client::new(&key);
     let resp = client.post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#).await;
     assert_eq!(resp.status(), 201);

@@ -85,6 +85,8 @@ impl TestClock {
 pub struct Server {
     child: Child,
     pub base: String,
+    /// The server's ready file: its address and the keys issued for the run.
+    pub ready: serde_json::Value,
     /// Every line the server has written to stderr so far, read by a thread of its own.
     stderr: Arc<Mutex<Vec<String>>>,
     /// Where the server writes its port: apart from the database's directory, which tests
@@ -94,18 +96,23 @@ pub struct Server {
 
 impl Server {
     /// Starts `animal-store serve` on a free port of 127.0.0.1 and waits until it listens:
-    /// until it has written its `--port-file`.
-    #[allow(clippy::zombie_processes, reason = "Drop kills and waits for the server")]
+    /// until it has written its `--ready-file`.
     pub fn start(database_url: &str, dir: PathBuf, extra: &[&str]) -> Self {
+        Self::start_logging(database_url, dir, extra, "info")
+    }
+
+    /// [`Server::start`] with `RUST_LOG` set to `log`.
+    #[allow(clippy::zombie_processes, reason = "Drop kills and waits for the server")]
+    pub fn start_logging(database_url: &str, dir: PathBuf, extra: &[&str], log: &str) -> Self {
         let port_dir = tempfile::tempdir().expect("a temporary directory");
-        let port_file = port_dir.path().join("port");
+        let ready_file = port_dir.path().join("ready.json");
         let mut child = Command::new(BIN)
-            .args(["serve", "--bind", "127.0.0.1:0", "--port-file"])
-            .arg(&port_file)
+            .args(["serve", "--bind", "127.0.0.1:0", "--ready-file"])
+            .arg(&ready_file)
             .args(extra)
             .env_clear()
             .env("DATABASE_URL", database_url)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", log)
             .current_dir(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -119,10 +126,10 @@ impl Server {
             }
         });
         for _ in 0..600 {
-            if let Ok(port) = std::fs::read_to_string(&port_file) {
-                let port: u16 = port.trim().parse().expect("the port file holds a port");
-                let base = format!("http://127.0.0.1:{port}");
-                return Self { child, base, stderr, _port_dir: port_dir };
+            if let Ok(text) = std::fs::read_to_string(&ready_file) {
+                let ready: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+                let base = ready["address"].as_str().expect("an address").to_owned();
+                return Self { child, base, ready, stderr, _port_dir: port_dir };
             }
             if let Some(status) = child.try_wait().expect("try_wait") {
                 std::thread::sleep(Duration::from_millis(100));

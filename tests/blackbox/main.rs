@@ -6,6 +6,7 @@ mod harness;
 
 mod cli;
 mod durability;
+mod harness_contract;
 mod http;
 mod outages;
 mod rate_limits;

@@ -55,17 +55,17 @@ fn load(bin: &Path, dir: &Path) -> Result<()> {
     let key =
         String::from_utf8(key_output.stdout).context("the key is not UTF-8")?.trim().to_owned();
 
-    let port_file = dir.join("port");
+    let ready_file = dir.join("ready.json");
     let child = Command::new(bin)
-        .args(["--database-url", &database, "serve", "--bind", "127.0.0.1:0", "--port-file"])
-        .arg(&port_file)
+        .args(["--database-url", &database, "serve", "--bind", "127.0.0.1:0", "--ready-file"])
+        .arg(&ready_file)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
         .context("could not start the server")?;
     let mut server = Server(child);
-    let base = wait_for_port(&mut server, &port_file)?;
+    let base = wait_until_ready(&mut server, &ready_file)?;
 
     let auth = format!("Authorization: Bearer {key}");
     let post = dir.join("post.lua");
@@ -116,11 +116,16 @@ fn wrk(args: &[&str], quiet: bool) -> Result<()> {
     if quiet { cmd::run_quiet(&mut command).map(|_| ()) } else { cmd::run(&mut command) }
 }
 
-/// The server's address, once it has written its port file; bounded to 30 s.
-fn wait_for_port(server: &mut Server, port_file: &Path) -> Result<String> {
+/// The server's address, once it has written its ready file; bounded to 30 s.
+fn wait_until_ready(server: &mut Server, ready_file: &Path) -> Result<String> {
     for _ in 0..300 {
-        if let Ok(port) = std::fs::read_to_string(port_file) {
-            return Ok(format!("http://127.0.0.1:{}", port.trim()));
+        if let Ok(text) = std::fs::read_to_string(ready_file) {
+            let ready: serde_json::Value =
+                serde_json::from_str(&text).context("the ready file is not JSON")?;
+            return ready["address"]
+                .as_str()
+                .map(str::to_owned)
+                .context("the ready file has no address");
         }
         if let Some(status) = server.0.try_wait().context("waiting for the server")? {
             bail!("the server exited before listening: {status}");

@@ -51,6 +51,25 @@ pub fn openapi_document(config: &ApiConfig) -> String {
     serde_json::to_string_pretty(&openapi::document(&service)).unwrap_or_default()
 }
 
+/// Parses a `NewPet` body exactly as `createPet` does, at `now`: the pet, or the message of
+/// the 400 the API would answer. For tools that load pets from elsewhere (fixtures).
+///
+/// # Errors
+///
+/// The message naming every field at fault.
+pub fn parse_new_pet(
+    json: serde_json::Value,
+    now: std::time::SystemTime,
+) -> Result<animal_store_domain::NewPet, String> {
+    use poem_openapi::types::ParseFromJSON;
+    let context = dto::field::ParseContext { now };
+    dto::pets::NewPetBody::parse_from_json(Some(json))
+        .map_err(poem_openapi::types::ParseError::into_message)?
+        .into_inner()
+        .and_then(|fields| fields.into_new_pet(&context))
+        .map_err(|err| err.body().message)
+}
+
 /// The whole HTTP service.
 pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let service = openapi::service(&state.config);

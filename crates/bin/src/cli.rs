@@ -75,10 +75,16 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub document: DocumentArgs,
 
-    /// Once listening, write the port to this file (the number and a newline), for scripts
-    /// and tests that bind port 0.
-    #[arg(long, env = "ANIMAL_STORE_PORT_FILE")]
-    pub port_file: Option<std::path::PathBuf>,
+    /// Once listening, write JSON `{"address": "http://HOST:PORT", "keys": {NAME: KEY}}` to
+    /// this file, whole: where the server listens and the keys issued for this run. For
+    /// harnesses and scripts, whatever `RUST_LOG` says.
+    #[arg(long, env = "ANIMAL_STORE_READY_FILE")]
+    pub ready_file: Option<std::path::PathBuf>,
+
+    /// Keys and pets a `memory://` run starts with (JSON; see docs/testing.md). Refused with
+    /// any other database.
+    #[arg(long, env = "ANIMAL_STORE_FIXTURES")]
+    pub fixtures: Option<std::path::PathBuf>,
 
     /// Seconds in-flight requests get to finish after SIGINT or SIGTERM.
     #[arg(long, env = "ANIMAL_STORE_SHUTDOWN_GRACE", default_value_t = 30)]
@@ -115,7 +121,7 @@ pub struct ServeArgs {
     /// that must cross a minute, a day or a sunset without waiting: only in builds with the
     /// `testing` feature, never in a release.
     #[cfg(feature = "testing")]
-    #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE", hide = true)]
+    #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE")]
     pub clock_file: Option<std::path::PathBuf>,
 }
 

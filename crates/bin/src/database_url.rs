@@ -12,9 +12,9 @@ impl DatabaseUrl {
         &self.0
     }
 
-    /// Whether this is `memory://`, which keeps nothing.
+    /// Whether this is `memory://` (with or without options), which keeps nothing.
     pub fn is_memory(&self) -> bool {
-        self.0 == "memory://"
+        self.0.starts_with("memory://")
     }
 }
 

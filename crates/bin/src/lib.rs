@@ -11,6 +11,7 @@
 
 mod cli;
 mod database_url;
+mod fixtures;
 mod keys;
 mod serve;
 mod stores;

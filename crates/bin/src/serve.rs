@@ -13,6 +13,7 @@ use poem::listener::{Acceptor, Listener, TcpListener};
 
 use crate::Failure;
 use crate::cli::{Cli, DocumentArgs, ServeArgs};
+use crate::fixtures::Fixtures;
 use crate::stores::Stores;
 use crate::wiring::Wiring;
 
@@ -63,21 +64,29 @@ pub fn openapi_document(document: &DocumentArgs) -> String {
 
 /// Runs the server.
 pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
+    let fixtures = fixtures(cli, args).map_err(Failure::Startup)?;
+    if let Some(path) = &args.ready_file {
+        ready_file_directory(path).map_err(Failure::Startup)?;
+    }
     let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
     let started = async {
         let state = state(args, cli, &stores)?;
-        greet(&stores, &state.keys).await?;
+        let mut keys = greet(&stores, &state.keys).await?;
+        if let Some(fixtures) = fixtures {
+            keys.extend(fixtures.load(&state.keys, stores.pets().as_ref()).await?);
+        }
         let acceptor = TcpListener::bind(args.bind.as_str())
             .into_acceptor()
             .await
             .with_context(|| format!("cannot listen on {}", args.bind))?;
-        if let Some(path) = &args.port_file {
-            let port = acceptor
+        if let Some(path) = &args.ready_file {
+            let address = acceptor
                 .local_addr()
                 .iter()
-                .find_map(|a| a.as_socket_addr().map(std::net::SocketAddr::port));
-            write_port_file(path, port.unwrap_or_default())
-                .with_context(|| format!("cannot write the port file {}", path.display()))?;
+                .find_map(|a| a.as_socket_addr().copied())
+                .context("the listener has no TCP address")?;
+            write_ready_file(path, address, &keys)
+                .with_context(|| format!("cannot write the ready file {}", path.display()))?;
         }
         anyhow::Ok((state, acceptor))
     };
@@ -105,26 +114,64 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     served.map_err(Failure::Runtime)
 }
 
-/// Writes `port` and a newline to `path`, whole or not at all: a reader never sees a half
-/// written file.
-fn write_port_file(path: &std::path::Path, port: u16) -> std::io::Result<()> {
+/// The fixtures `--fixtures` names, checked, or `None` without one; only on `memory://`.
+fn fixtures(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Option<Fixtures>> {
+    let Some(path) = &args.fixtures else {
+        return Ok(None);
+    };
+    if !cli.database_url.is_memory() {
+        anyhow::bail!(
+            "--fixtures is for memory:// only: a database that keeps its data has no need of them, and would keep them"
+        );
+    }
+    Fixtures::read(path, clock(args).now()).map(Some)
+}
+
+/// Refuses a ready file whose directory does not exist, before anything listens.
+fn ready_file_directory(path: &std::path::Path) -> anyhow::Result<()> {
+    let directory = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    if directory.is_dir() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "cannot write the ready file {}: the directory {} does not exist",
+            path.display(),
+            directory.display()
+        )
+    }
+}
+
+/// Writes the ready file, whole or not at all: a reader never sees a half written file.
+fn write_ready_file(
+    path: &std::path::Path,
+    address: std::net::SocketAddr,
+    keys: &[(String, String)],
+) -> std::io::Result<()> {
+    let keys: serde_json::Map<String, serde_json::Value> =
+        keys.iter().map(|(name, key)| (name.clone(), key.clone().into())).collect();
+    let ready = serde_json::json!({ "address": format!("http://{address}"), "keys": keys });
     let mut partial = path.as_os_str().to_owned();
     partial.push(".partial");
-    std::fs::write(&partial, format!("{port}\n"))?;
+    std::fs::write(&partial, format!("{ready}\n"))?;
     std::fs::rename(&partial, path)
 }
 
 /// Tells a newcomer how to get a key; on `memory://`, where keys cannot be created from
-/// another process, issues one for this run.
-async fn greet(stores: &Stores, keys: &KeyService) -> anyhow::Result<()> {
+/// another process, issues one for this run and returns it, named `demo`.
+async fn greet(stores: &Stores, keys: &KeyService) -> anyhow::Result<Vec<(String, String)>> {
     if stores.is_memory() {
         let issued = keys.issue(None, Plan::Free).await.context("cannot issue the demo key")?;
         tracing::warn!(key_id = %issued.key.id, "memory:// keeps nothing; a free-plan key was issued for this run only");
         eprintln!("demo API key (free plan, this run only): {}", issued.secret.expose());
-    } else if keys.list().await.context("cannot read the API keys")?.is_empty() {
+        return Ok(vec![("demo".to_owned(), issued.secret.expose().to_owned())]);
+    }
+    if keys.list().await.context("cannot read the API keys")?.is_empty() {
         tracing::info!("no API keys yet: issue one with `animal-store keys create --plan free`");
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

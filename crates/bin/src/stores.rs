@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use animal_store_domain::{ApiKeyStore, PetRepository};
+use animal_store_infra::faults::{Faults, FaultyPetRepository, Injector};
 use animal_store_infra::{Database, DatabaseOptions, MemoryApiKeyStore, MemoryPetRepository};
 use anyhow::Context;
 
@@ -12,8 +13,8 @@ use crate::cli::Cli;
 pub enum Stores {
     /// `memory://`: nothing outlives the process.
     Memory {
-        /// Pets.
-        pets: Arc<MemoryPetRepository>,
+        /// Pets, failing or lagging on purpose as the URL's options say.
+        pets: Arc<dyn PetRepository>,
         /// Keys.
         keys: Arc<MemoryApiKeyStore>,
     },
@@ -25,10 +26,12 @@ impl Stores {
     /// Opens the database `--database-url` names and applies pending migrations.
     pub async fn open(cli: &Cli) -> anyhow::Result<Self> {
         if cli.database_url.is_memory() {
-            return Ok(Self::Memory {
-                pets: Arc::new(MemoryPetRepository::new()),
-                keys: Arc::new(MemoryApiKeyStore::new()),
-            });
+            let pets: Arc<dyn PetRepository> = Arc::new(MemoryPetRepository::new());
+            let pets = match memory_faults(cli.database_url.expose())? {
+                Some(faults) => Arc::new(FaultyPetRepository::new(pets, Injector::new(faults))),
+                None => pets,
+            };
+            return Ok(Self::Memory { pets, keys: Arc::new(MemoryApiKeyStore::new()) });
         }
         let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
         let db = Database::connect_with(cli.database_url.expose(), options)
@@ -63,6 +66,64 @@ impl Stores {
     pub async fn close(self) {
         if let Self::Sql(db) = self {
             db.close().await;
+        }
+    }
+}
+
+/// The faults `memory://?latency-ms=N&fail-every=N` asks the pet store for: every call waits
+/// `latency-ms`, and every `fail-every`th call fails as an unreachable database would (503).
+/// `None` for a plain `memory://`.
+fn memory_faults(url: &str) -> anyhow::Result<Option<Faults>> {
+    let options = url.strip_prefix("memory://").unwrap_or_default();
+    if options.is_empty() {
+        return Ok(None);
+    }
+    let Some(options) = options.strip_prefix('?') else {
+        anyhow::bail!(
+            "memory:// takes no path, only options: memory://?latency-ms=50&fail-every=10"
+        );
+    };
+    let mut faults = Faults::default();
+    for option in options.split('&').filter(|o| !o.is_empty()) {
+        let (name, value) = option.split_once('=').unwrap_or((option, ""));
+        let number = || {
+            value.parse::<u64>().map_err(|_| {
+                anyhow::anyhow!(
+                    "memory:// option {name}: expected a whole number of 0 or more, got {value:?}"
+                )
+            })
+        };
+        match name {
+            "latency-ms" => faults.latency = std::time::Duration::from_millis(number()?),
+            "fail-every" => match number()? {
+                0 => anyhow::bail!("memory:// option fail-every: expected 1 or more, got 0"),
+                n => faults.fail_every = Some(n),
+            },
+            other => anyhow::bail!(
+                "unknown memory:// option {other:?}: expected latency-ms or fail-every"
+            ),
+        }
+    }
+    Ok(Some(faults))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_options_are_read_and_mistakes_named() {
+        assert_eq!(memory_faults("memory://").unwrap(), None);
+        let faults = memory_faults("memory://?latency-ms=50&fail-every=10").unwrap().unwrap();
+        assert_eq!((faults.latency.as_millis(), faults.fail_every), (50, Some(10)));
+        for (url, message) in [
+            ("memory://?latency-ms=-5", "latency-ms"),
+            ("memory://?fail-every=0", "fail-every"),
+            ("memory://?speed=1", "unknown memory:// option \"speed\""),
+            ("memory://x", "no path"),
+        ] {
+            let err = memory_faults(url).unwrap_err().to_string();
+            assert!(err.contains(message), "{url}: {err}");
         }
     }
 }
