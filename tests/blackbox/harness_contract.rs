@@ -146,3 +146,20 @@ fn bad_harness_input_is_refused_before_anything_listens() {
         assert!(!ready.exists(), "{url}: nothing listened");
     }
 }
+
+/// The Python example of docs/testing.md, run as a user would run it.
+#[test]
+fn the_python_example_of_the_docs_passes() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/examples/harness.py");
+    let Ok(out) = Command::new("python3").args([script, BIN]).output() else {
+        eprintln!("skipped: no python3 on this machine");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: [200, 200, 200, 429]"));
+}

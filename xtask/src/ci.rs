@@ -91,6 +91,20 @@ fn run_tests(root: &Path, server: &Postgres, steps: &mut Steps) {
     }
     server.apply_env(&mut tests);
     steps.command(tests);
+
+    // A user's crate outside the workspace, on the binary the tests above built.
+    let outside = root.join("examples/outside-tester/Cargo.toml");
+    let mut outside_fmt = cmd::cargo(root);
+    outside_fmt.arg("fmt").arg("--manifest-path").arg(&outside).args(["--", "--check"]);
+    steps.command(outside_fmt);
+    let mut outside_tests = cmd::cargo(root);
+    outside_tests
+        .arg("test")
+        .arg("--manifest-path")
+        .arg(&outside)
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .env("ANIMAL_STORE_BIN", root.join("target/debug/animal-store"));
+    steps.command(outside_tests);
 }
 
 /// Whether `cargo nextest` is installed; it is faster and isolates tests in
