@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewPet, Pet, PetId, PetRepository, PetStatus,
-    RepositoryError,
+    ApiKey, ApiKeyStore, Decision, KeyDigest, KeyId, NewPet, Pet, PetId, PetRepository, PetStatus,
+    Quota, RateLimitPolicy, RateLimiter, RepositoryError, Subject,
 };
 use async_trait::async_trait;
 use thiserror::Error;
@@ -166,5 +166,37 @@ impl ApiKeyStore for FaultyApiKeyStore {
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
         self.injector.call().await?;
         self.inner.touch(id, at).await
+    }
+}
+
+/// A [`RateLimiter`] that lags on purpose. Its port cannot fail (every request gets a
+/// decision), so only the latency of the [`Faults`] applies: for tests of what a slow shared
+/// limiter store does to requests.
+pub struct SlowRateLimiter {
+    inner: Arc<dyn RateLimiter>,
+    latency: Duration,
+}
+
+impl SlowRateLimiter {
+    /// `inner`, each decision `latency` late.
+    pub fn new(inner: Arc<dyn RateLimiter>, latency: Duration) -> Self {
+        Self { inner, latency }
+    }
+}
+
+#[async_trait]
+impl RateLimiter for SlowRateLimiter {
+    async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
+        tokio::time::sleep(self.latency).await;
+        self.inner.check(subject, quota).await
+    }
+
+    async fn peek(&self, subject: &Subject, quota: Quota) -> Decision {
+        tokio::time::sleep(self.latency).await;
+        self.inner.peek(subject, quota).await
+    }
+
+    fn policy(&self) -> RateLimitPolicy {
+        self.inner.policy()
     }
 }

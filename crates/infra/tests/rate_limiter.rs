@@ -50,3 +50,13 @@ async fn the_memory_rate_limiter_forgets_subjects_whose_day_is_over() {
     }
     assert!(limiter.len() < 15_000, "{} states kept", limiter.len());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_rate_limiter_still_passes() {
+    use animal_store_infra::faults::SlowRateLimiter;
+    conformance::rate_limiter(|clock, policy| {
+        let inner = Arc::new(MemoryRateLimiter::new(policy, 1_000_000, clock));
+        Arc::new(SlowRateLimiter::new(inner, std::time::Duration::from_micros(50)))
+    })
+    .await;
+}
