@@ -223,3 +223,30 @@ async fn get_pet_is_gone_from_its_sunset_on() {
         "the successor still works"
     );
 }
+
+/// A client's valid `X-Request-Id` is kept, on successes and errors alike, and in the log
+/// line of the request; an invalid one is replaced by a new id.
+#[tokio::test]
+async fn a_valid_client_request_id_is_echoed_and_logged() {
+    let db = Db::sqlite();
+    let key = db.key("free");
+    let server = db.start();
+    let http = reqwest::Client::new();
+    for (path, auth) in [("/v1/pets", true), ("/v1/nowhere", false)] {
+        let mut request = http.get(server.url(path)).header("x-request-id", "trace-42.a:b_c");
+        if auth {
+            request = request.bearer_auth(&key);
+        }
+        let resp = request.send().await.expect("an answer");
+        assert_eq!(resp.headers()["x-request-id"], "trace-42.a:b_c", "{path}");
+    }
+    let logged = server
+        .stderr_line(|line| line.contains("request_id=trace-42.a:b_c").then(|| line.to_owned()));
+    assert!(logged.contains("route=/v1/pets"), "{logged}");
+    for bad in ["has space", "x;y", &"a".repeat(129)] {
+        let resp = http.get(server.url("/v1/pets")).header("x-request-id", bad).send().await;
+        let id = resp.expect("an answer").headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert_ne!(id, bad);
+        assert!(id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    }
+}

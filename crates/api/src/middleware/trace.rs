@@ -9,10 +9,24 @@ use tracing::Instrument;
 
 use super::{respond, routes};
 
-/// Layer 7: gives the request an id (`X-Request-Id` on the response) and a span with its
-/// method, route, key id, status and latency. The key itself is never logged.
+/// The longest request id kept from a client.
+const MAX_REQUEST_ID: usize = 128;
+
+/// The client's `X-Request-Id` when it is 1 to 128 characters of `A-Z a-z 0-9 . _ : -`, so
+/// that it is safe in a header and a log line; `None` otherwise.
+fn client_request_id(req: &Request) -> Option<String> {
+    let id = req.headers().get("x-request-id")?.to_str().ok()?;
+    let valid = (1..=MAX_REQUEST_ID).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+    valid.then(|| id.to_owned())
+}
+
+/// Layer 7: gives the request an id (`X-Request-Id` on the response: the client's own when
+/// valid, a new one otherwise) and a span with its method, route, key id, status and
+/// latency. The key itself is never logged.
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let request_id = format!("{:016x}", rand::random::<u64>());
+    let request_id =
+        client_request_id(&req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()));
     let routes = routes(&req);
     let route = routes
         .as_ref()
@@ -52,4 +66,23 @@ pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Resul
     }
     .instrument(span)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(value: &str) -> Option<String> {
+        client_request_id(&Request::builder().header("x-request-id", value).finish())
+    }
+
+    #[test]
+    fn only_well_formed_client_ids_are_kept() {
+        assert_eq!(id("abc-123_x.y:z").as_deref(), Some("abc-123_x.y:z"));
+        assert_eq!(id(&"a".repeat(128)).map(|i| i.len()), Some(128));
+        for bad in ["", "has space", "semi;colon", "é", &"a".repeat(129)] {
+            assert_eq!(id(bad), None, "{bad:?}");
+        }
+        assert_eq!(client_request_id(&Request::default()), None);
+    }
 }
