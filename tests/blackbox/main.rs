@@ -9,4 +9,5 @@ mod durability;
 mod harness_contract;
 mod http;
 mod outages;
+mod probes;
 mod rate_limits;

@@ -28,6 +28,7 @@ pub mod error;
 pub mod middleware;
 mod openapi;
 mod operations;
+pub mod probes;
 mod rate_limit;
 mod routes;
 mod state;
@@ -76,7 +77,9 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let document = openapi::document(&service);
     let routes = RouteTable::from_document(&document, "/v1")
         .with_route("/v1/openapi.json", &[Method::GET])
-        .with_route("/v1/docs", &[Method::GET]);
+        .with_route("/v1/docs", &[Method::GET])
+        .with_route(probes::PATHS[0], &[Method::GET])
+        .with_route(probes::PATHS[1], &[Method::GET]);
     let document = serde_json::to_string_pretty(&document).unwrap_or_default();
     let docs = openapi::docs_page(&service, &document);
     let v1 = Route::new()
@@ -93,6 +96,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
 
     // The layers, innermost first; middleware/mod.rs says why in this order.
     Route::new()
+        .at(probes::PATHS[0], get(probes::livez))
+        .at(probes::PATHS[1], get(probes::readyz))
         .nest("/v1", v1)
         .around(middleware::body_limit)
         .catch_all_error(|err| async move { middleware::error_response(err) })

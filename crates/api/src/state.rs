@@ -5,6 +5,8 @@ use std::sync::Arc;
 use animal_store_domain::{Clock, KeyService, PetService, RateLimiter};
 use ipnet::IpNet;
 
+use crate::probes::Readiness;
+
 /// The services and settings the API runs on. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
@@ -19,6 +21,8 @@ pub struct AppState {
     pub limiter: Arc<dyn RateLimiter>,
     /// Settings.
     pub config: Arc<ApiConfig>,
+    /// What `/readyz` checks, and whether the server is draining.
+    pub readiness: Arc<Readiness>,
 }
 
 /// The production address the document lists unless configured otherwise.

@@ -86,6 +86,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_FIXTURES")]
     pub fixtures: Option<std::path::PathBuf>,
 
+    /// Seconds of normal service after SIGINT or SIGTERM, while `/readyz` already answers 503
+    /// so that a load balancer moves traffic away; then the graceful stop begins.
+    #[arg(long, env = "ANIMAL_STORE_DRAIN_SECS", default_value_t = 0)]
+    pub drain_secs: u64,
+
     /// Seconds in-flight requests get to finish after SIGINT or SIGTERM.
     #[arg(long, env = "ANIMAL_STORE_SHUTDOWN_GRACE", default_value_t = 30)]
     pub shutdown_grace: u64,

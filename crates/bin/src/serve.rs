@@ -47,7 +47,11 @@ fn clock(args: &ServeArgs) -> Arc<dyn Clock> {
 
 /// The services of `serve` over `stores`.
 fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppState> {
-    Ok(Wiring::new(stores.pets(), stores.keys())
+    let wiring = stores
+        .health_checks()
+        .into_iter()
+        .fold(Wiring::new(stores.pets(), stores.keys()), Wiring::health_check);
+    Ok(wiring
         .clock(clock(args))
         .policy(limit_policy(args)?)
         .environment(cli.environment)
@@ -100,10 +104,21 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     for addr in acceptor.local_addr().iter().filter_map(|a| a.as_socket_addr()) {
         tracing::info!("listening on http://{addr}");
     }
+    let readiness = state.readiness.clone();
+    let drain = Duration::from_secs(args.drain_secs);
+    let stopping = async move {
+        shutdown_signal().await;
+        // Tell the load balancer first, then keep serving while it moves traffic away.
+        readiness.drain();
+        if !drain.is_zero() {
+            tracing::info!(seconds = drain.as_secs(), "/readyz answers 503; draining");
+            tokio::time::sleep(drain).await;
+        }
+    };
     let served = Server::new_with_acceptor(acceptor)
         .run_with_graceful_shutdown(
             animal_store_api::app(state),
-            shutdown_signal(),
+            stopping,
             Some(Duration::from_secs(args.shutdown_grace)),
         )
         .await

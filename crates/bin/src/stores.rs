@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{ApiKeyStore, PetRepository};
+use animal_store_domain::{ApiKeyStore, HealthCheck, PetRepository};
 use animal_store_infra::faults::{Faults, FaultyPetRepository, Injector};
 use animal_store_infra::{Database, DatabaseOptions, MemoryApiKeyStore, MemoryPetRepository};
 use anyhow::Context;
@@ -51,6 +51,14 @@ impl Stores {
         match self {
             Self::Memory { pets, .. } => pets.clone(),
             Self::Sql(db) => Arc::new(db.pets()),
+        }
+    }
+
+    /// What `/readyz` checks: the database, if there is one.
+    pub fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>> {
+        match self {
+            Self::Memory { .. } => Vec::new(),
+            Self::Sql(db) => vec![Arc::new(db.health())],
         }
     }
 

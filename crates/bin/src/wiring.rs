@@ -10,10 +10,11 @@
 
 use std::sync::Arc;
 
+use animal_store_api::probes::Readiness;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{
-    ApiKeyStore, Clock, Environment, KeyService, PetRepository, PetService, RateLimitPolicy,
-    RateLimiter,
+    ApiKeyStore, Clock, Environment, HealthCheck, KeyService, PetRepository, PetService,
+    RateLimitPolicy, RateLimiter,
 };
 use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
 
@@ -30,6 +31,7 @@ pub struct Wiring {
     environment: Environment,
     config: ApiConfig,
     limiter: Limiter,
+    health_checks: Vec<Arc<dyn HealthCheck>>,
 }
 
 /// Which rate limiter the service counts with.
@@ -57,7 +59,15 @@ impl Wiring {
                 kind: RateLimiterKind::Memory,
                 capacity: Self::DEFAULT_LIMITER_CAPACITY,
             },
+            health_checks: Vec::new(),
         }
+    }
+
+    /// A dependency `/readyz` checks (the database).
+    #[must_use]
+    pub fn health_check(mut self, check: Arc<dyn HealthCheck>) -> Self {
+        self.health_checks.push(check);
+        self
     }
 
     /// The clock of every part.
@@ -106,7 +116,7 @@ impl Wiring {
     /// The services the HTTP API runs on. The key store is wrapped in the key cache, as in
     /// production.
     pub fn state(self) -> AppState {
-        let Self { pets, keys, clock, policy, environment, config, limiter } = self;
+        let Self { pets, keys, clock, policy, environment, config, limiter, health_checks } = self;
         let limiter: Arc<dyn RateLimiter> = match limiter {
             Limiter::Kind { kind: RateLimiterKind::Memory, capacity } => {
                 Arc::new(MemoryRateLimiter::new(policy, capacity, clock.clone()))
@@ -123,6 +133,7 @@ impl Wiring {
             limiter,
             clock,
             config: Arc::new(config),
+            readiness: Arc::new(Readiness::new(health_checks)),
         }
     }
 }

@@ -31,7 +31,7 @@ pub use pet::{
     PetNameError, PetStatus, PetStatusError,
 };
 pub use plan::{Plan, PlanError, Quota};
-pub use ports::{ApiKeyStore, BoxError, Clock, PetRepository, RepositoryError};
+pub use ports::{ApiKeyStore, BoxError, Clock, HealthCheck, PetRepository, RepositoryError};
 pub use rate_limit::{
     Decision, RateLimitPolicy, RateLimitState, RateLimiter, Subject, Verdict, WindowUsage,
 };

@@ -104,6 +104,21 @@ pub trait ApiKeyStore: Send + Sync + 'static {
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError>;
 }
 
+/// A dependency the service cannot serve without (the database; later the shared
+/// rate-limit store), as the readiness probe checks it.
+#[async_trait]
+pub trait HealthCheck: Send + Sync + 'static {
+    /// What it is, as the probe's answer names it: `database`.
+    fn name(&self) -> &'static str;
+
+    /// Answers when the dependency does: a trivial round trip.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when it does not answer.
+    async fn check(&self) -> Result<(), RepositoryError>;
+}
+
 /// The time. A port so that tests can stand at any instant (a sunset in 2030, a UTC
 /// midnight) without waiting.
 pub trait Clock: Send + Sync + 'static {

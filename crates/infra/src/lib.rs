@@ -35,6 +35,9 @@ pub use cache::CachedApiKeyStore;
 pub use clock::SystemClock;
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
-pub use sql::{Database, DatabaseError, DatabaseOptions, SeaOrmApiKeyStore, SeaOrmPetRepository};
+pub use sql::{
+    Database, DatabaseError, DatabaseHealth, DatabaseOptions, SeaOrmApiKeyStore,
+    SeaOrmPetRepository,
+};
 #[cfg(feature = "testing")]
 pub use testing::{FileClock, ManualClock};

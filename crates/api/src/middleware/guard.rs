@@ -18,6 +18,10 @@ use crate::{auth, rate_limit};
 /// carries a key, before the key is even looked up: someone guessing keys learns nothing
 /// more, not even when a guess is right, until the address's window resets.
 pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+    // The probes are outside the API: never counted, never refused.
+    if crate::probes::PATHS.contains(&req.uri().path()) {
+        return Ok(respond(ep.as_ref(), req).await);
+    }
     let Some(state) = state(&req) else {
         tracing::error!("a request reached the guard without the services: see `app`");
         return Ok(ApiError::internal().into_response());

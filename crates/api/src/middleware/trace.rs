@@ -27,6 +27,7 @@ fn client_request_id(req: &Request) -> Option<String> {
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let request_id =
         client_request_id(&req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()));
+    let probe = crate::probes::PATHS.contains(&req.uri().path());
     let routes = routes(&req);
     let route = routes
         .as_ref()
@@ -56,6 +57,9 @@ pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Resul
             tracing::warn!(status = status.as_u16(), latency_us, "request refused: unavailable");
         } else if status.is_server_error() {
             tracing::error!(status = status.as_u16(), latency_us, "request failed");
+        } else if probe {
+            // A load balancer calls them every few seconds: not worth a line each.
+            tracing::debug!(status = status.as_u16(), latency_us, "probe");
         } else {
             tracing::info!(status = status.as_u16(), latency_us, "request");
         }

@@ -118,6 +118,7 @@ async fn an_unreachable_key_store_is_503() {
         )),
         clock,
         config: Arc::new(ApiConfig::default()),
+        readiness: Arc::default(),
     };
     let resp = app(state)
         .call(

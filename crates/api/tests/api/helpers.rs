@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use animal_store_api::probes::Readiness;
 use animal_store_api::{ApiConfig, AppState, app};
 use animal_store_domain::{
     Environment, KeyService, Pet, PetRepository, PetService, Plan, RateLimitPolicy,
@@ -50,6 +51,14 @@ impl Harness {
     }
 
     pub async fn with_pets(pets: Arc<dyn PetRepository>) -> Self {
+        Self::build(pets, Arc::default()).await
+    }
+
+    pub async fn with_readiness(readiness: Arc<Readiness>) -> Self {
+        Self::build(Arc::new(MemoryPetRepository::new()), readiness).await
+    }
+
+    async fn build(pets: Arc<dyn PetRepository>, readiness: Arc<Readiness>) -> Self {
         let clock = ManualClock::at_unix(NOW);
         let keys = KeyService::new(
             Arc::new(MemoryApiKeyStore::new()),
@@ -68,6 +77,7 @@ impl Harness {
                 Arc::new(clock.clone()),
             )),
             config: Arc::new(ApiConfig::default()),
+            readiness,
         };
         Self { client: TestClient::new(app(state)), pets, keys, clock, key }
     }

@@ -9,4 +9,5 @@ mod deprecation;
 mod document;
 mod errors;
 mod pets;
+mod probes;
 mod rate_limits;

@@ -158,6 +158,11 @@ impl Database {
         SeaOrmPetRepository::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
     }
 
+    /// The readiness check of this database.
+    pub fn health(&self) -> DatabaseHealth {
+        DatabaseHealth { readers: self.readers.clone() }
+    }
+
     /// The API key store over this database.
     pub fn keys(&self) -> SeaOrmApiKeyStore {
         SeaOrmApiKeyStore::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
@@ -176,6 +181,23 @@ impl Database {
         if let Err(err) = readers.close().await {
             tracing::warn!(error = %err, "closing the database readers failed");
         }
+    }
+}
+
+/// The readiness check of a [`Database`]: `SELECT 1` through the reader pool.
+pub struct DatabaseHealth {
+    readers: DatabaseConnection,
+}
+
+#[async_trait::async_trait]
+impl animal_store_domain::HealthCheck for DatabaseHealth {
+    fn name(&self) -> &'static str {
+        "database"
+    }
+
+    async fn check(&self) -> Result<(), RepositoryError> {
+        use sea_orm::ConnectionTrait;
+        self.readers.execute_unprepared("SELECT 1").await.map(drop).map_err(repository_error)
     }
 }
 
