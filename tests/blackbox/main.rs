@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod backup;
 mod cli;
 mod durability;
 mod harness_contract;

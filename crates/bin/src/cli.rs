@@ -48,6 +48,11 @@ pub enum Command {
     },
     /// Apply pending database migrations, then exit.
     Migrate,
+    /// Copy the SQLite database, consistently, while the server runs.
+    Backup {
+        /// Where the copy goes: a new file in an existing directory.
+        path: std::path::PathBuf,
+    },
     /// Print the OpenAPI document.
     Openapi(DocumentArgs),
 }

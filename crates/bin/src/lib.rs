@@ -53,6 +53,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command.clone().unwrap_or(Command::Serve(cli.serve.clone())) {
         Command::Serve(args) => serve::run(&cli, &args).await,
         Command::Keys { command } => keys::run(&cli, command).await,
+        Command::Backup { path } => backup(&cli, &path).await,
         Command::Migrate => {
             let stores = stores::Stores::open(&cli).await.map_err(Failure::Startup)?;
             eprintln!("the database is up to date");
@@ -71,6 +72,41 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
+}
+
+/// `backup PATH`: checks the target, then copies the database into it.
+async fn backup(cli: &Cli, path: &std::path::Path) -> Result<(), Failure> {
+    let refuse = |message: String| Err(Failure::Startup(anyhow::anyhow!(message)));
+    if cli.database_url.is_memory() {
+        return refuse("memory:// keeps nothing to back up".to_owned());
+    }
+    let directory = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    if !directory.is_dir() {
+        return refuse(format!(
+            "cannot back up to {}: the directory {} does not exist",
+            path.display(),
+            directory.display()
+        ));
+    }
+    if path.exists() {
+        return refuse(format!("cannot back up to {}: it exists already", path.display()));
+    }
+    let stores = stores::Stores::open(cli).await.map_err(Failure::Startup)?;
+    let result = match &stores {
+        stores::Stores::Sql(db) => db.backup(path).await.map_err(|err| match err {
+            animal_store_infra::BackupError::Copy(_) => Failure::Runtime(err.into()),
+            _ => Failure::Startup(err.into()),
+        }),
+        stores::Stores::Memory { .. } => Ok(()),
+    };
+    stores.close().await;
+    if result.is_ok() {
+        eprintln!("backed up to {}", path.display());
+    }
+    result
 }
 
 fn fail(failure: &Failure) -> ExitCode {

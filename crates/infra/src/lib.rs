@@ -36,7 +36,7 @@ pub use clock::SystemClock;
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use sql::{
-    Database, DatabaseError, DatabaseHealth, DatabaseOptions, SeaOrmApiKeyStore,
+    BackupError, Database, DatabaseError, DatabaseHealth, DatabaseOptions, SeaOrmApiKeyStore,
     SeaOrmPetRepository,
 };
 #[cfg(feature = "testing")]

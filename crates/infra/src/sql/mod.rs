@@ -61,6 +61,20 @@ pub enum DatabaseError {
     Migrate(#[source] DbErr),
 }
 
+/// Why a backup was not made.
+#[derive(Debug, Error)]
+pub enum BackupError {
+    /// Only SQLite databases are backed up by the service.
+    #[error("backup copies SQLite databases; for PostgreSQL use its own tools, such as pg_dump")]
+    NotSqlite,
+    /// The path is not UTF-8.
+    #[error("the backup path must be UTF-8")]
+    Path,
+    /// SQLite could not write the copy.
+    #[error("the copy failed: {0}")]
+    Copy(#[source] DbErr),
+}
+
 /// How to open a database, beyond its URL.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DatabaseOptions {
@@ -146,6 +160,27 @@ impl Database {
     #[cfg(feature = "testing")]
     pub fn migration_names() -> Vec<String> {
         migration::Migrator::migrations().iter().map(|m| m.name().to_owned()).collect()
+    }
+
+    /// Writes a consistent copy of an SQLite database to `path` (`VACUUM INTO`) while it
+    /// serves: one read transaction sees every commit made before it started, and no write
+    /// waits for it. `path` must not exist yet.
+    ///
+    /// # Errors
+    ///
+    /// [`BackupError`] on PostgreSQL, or when the copy cannot be written.
+    pub async fn backup(&self, path: &std::path::Path) -> Result<(), BackupError> {
+        use sea_orm::ConnectionTrait;
+        if self.connector.backend != Backend::Sqlite {
+            return Err(BackupError::NotSqlite);
+        }
+        let target = path.to_str().ok_or(BackupError::Path)?;
+        let statement = sea_orm::Statement::from_sql_and_values(
+            sea_orm::DbBackend::Sqlite,
+            "VACUUM INTO ?",
+            [target.into()],
+        );
+        self.readers.execute_raw(statement).await.map(drop).map_err(BackupError::Copy)
     }
 
     /// Which server this is.
