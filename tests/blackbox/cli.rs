@@ -162,3 +162,63 @@ async fn memory_mode_serves_with_a_key_for_its_run() {
         "memory:// writes no file"
     );
 }
+
+/// `config` prints each setting with its source and masks passwords; an invalid setting is
+/// exit status 2 with one line.
+#[test]
+fn config_shows_sources_masks_passwords_and_refuses_invalid_settings() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(BIN);
+        command.args(args).env_clear();
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().expect("the binary runs")
+    };
+    let out = run(
+        &["config", "--suspend-after", "5"],
+        &[
+            ("DATABASE_URL", "postgres://u:hunter2@db:5432/pets"),
+            ("ANIMAL_STORE_BIND", "0.0.0.0:9000"),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    for line in [
+        "database-url = postgres://u:***@db:5432/pets (environment)",
+        "bind = 0.0.0.0:9000 (environment)",
+        "suspend-after = 5 (flag)",
+        "shutdown-grace = 30 (default)",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "missing {line:?} in\n{stdout}");
+    }
+    assert!(!stdout.contains("hunter2"), "the password never shows");
+
+    for (args, env, expected) in [
+        (vec!["config"], vec![("DATABASE_URL", "mysql://x")], "unsupported database URL"),
+        (vec!["config", "--per-address-per-minute", "0"], vec![], "per-address-per-minute"),
+        (vec!["config"], vec![("ANIMAL_STORE_LOG_FORMAT", "xml")], "xml"),
+        (vec!["config"], vec![("DATABASE_URL", "memory://?speed=2")], "unknown memory:// option"),
+    ] {
+        let out = run(&args, &env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?} {env:?}: {stderr}");
+    }
+}
+
+/// With `--log-format json`, each log line is one JSON object, and a request's line carries
+/// the fields of its span.
+#[tokio::test]
+async fn json_logs_are_one_object_per_line_with_the_request_fields() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = Server::start("memory://", dir.path().to_path_buf(), &["--log-format", "json"]);
+    let key = server.ready["keys"]["demo"].as_str().expect("a key").to_owned();
+    let resp = Client::new(&key).get(&server.url("/v1/pets")).await;
+    let request_id = resp.headers()["x-request-id"].to_str().expect("ascii").to_owned();
+    let line = server.stderr_line(|line| line.contains(&request_id).then(|| line.to_owned()));
+    let logged: serde_json::Value = serde_json::from_str(&line).expect("a JSON object");
+    assert_eq!(logged["span"]["request_id"], request_id.as_str());
+    assert_eq!(logged["span"]["route"], "/v1/pets");
+    assert_eq!(logged["fields"]["status"], 200);
+}

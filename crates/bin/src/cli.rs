@@ -26,6 +26,11 @@ pub struct Cli {
     #[arg(long, env = "ANIMAL_STORE_SQLITE_MAX_PAGES", global = true, hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub sqlite_max_pages: Option<u32>,
 
+    /// How log lines are written to stderr: `text`, or `json` (one object per line, with the
+    /// fields of the request's span).
+    #[arg(long, env = "ANIMAL_STORE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
     /// What to do; `serve` when omitted.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -48,6 +53,9 @@ pub enum Command {
     },
     /// Apply pending database migrations, then exit.
     Migrate,
+    /// Print every setting of `serve`, its value and where it came from, with passwords
+    /// masked; exit 2 when one is invalid. For checking a configuration before deploying.
+    Config(ServeArgs),
     /// Copy the SQLite database, consistently, while the server runs.
     Backup {
         /// Where the copy goes: a new file in an existing directory.
@@ -135,6 +143,15 @@ pub struct ServeArgs {
     pub clock_file: Option<std::path::PathBuf>,
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// Where the rate-limit counters are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RateLimiterKind {
@@ -207,7 +224,7 @@ pub enum KeysCommand {
 /// Parses the command line, exiting with clap's message and code 2 on a mistake. An option
 /// of `serve` written before a command (`animal-store --bind X keys list`, or even
 /// `... --bind X serve`) would be ignored, so it is refused instead.
-pub fn parse() -> Cli {
+pub fn parse() -> (Cli, clap::ArgMatches) {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     if matches.subcommand_name().is_some() {
@@ -233,7 +250,7 @@ pub fn parse() -> Cli {
                 .exit();
         }
     }
-    cli
+    (cli, matches)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! as one line on stderr with exit code 2.
 
 mod cli;
+mod config;
 mod database_url;
 mod fixtures;
 mod keys;
@@ -34,8 +35,11 @@ enum Failure {
 
 /// Runs the command the command line names, and says how the process ends.
 pub fn main() -> ExitCode {
-    let cli = cli::parse();
-    init_tracing();
+    let (cli, matches) = cli::parse();
+    if let Some(Command::Config(args)) = &cli.command {
+        return config::run(&cli, args, &matches);
+    }
+    init_tracing(cli.log_format);
     // A panic (a bug) is logged like any other error, inside the span of the request that hit
     // it; the server goes on serving.
     std::panic::set_hook(Box::new(|panic| tracing::error!(%panic, "panic")));
@@ -60,6 +64,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             stores.close().await;
             Ok(())
         }
+        // Printed before the runtime and the logs start, in `main`.
+        Command::Config(_) => Ok(()),
         Command::Openapi(args) => {
             let mut out = std::io::stdout().lock();
             let document = serve::openapi_document(&args);
@@ -119,13 +125,13 @@ fn fail(failure: &Failure) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn init_tracing() {
+fn init_tracing(format: cli::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn,poem::server=warn")
     });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        cli::LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        cli::LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
+    }
 }

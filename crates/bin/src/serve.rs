@@ -129,6 +129,17 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     served.map_err(Failure::Runtime)
 }
 
+/// The checks `serve` makes of its settings before it opens anything, for `config`.
+pub fn check(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
+    crate::stores::check_url(&cli.database_url)?;
+    limit_policy(args)?;
+    fixtures(cli, args)?;
+    if let Some(path) = &args.ready_file {
+        ready_file_directory(path)?;
+    }
+    Ok(())
+}
+
 /// The fixtures `--fixtures` names, checked, or `None` without one; only on `memory://`.
 fn fixtures(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Option<Fixtures>> {
     let Some(path) = &args.fixtures else {

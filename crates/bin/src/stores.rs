@@ -78,6 +78,23 @@ impl Stores {
     }
 }
 
+/// Refuses a database URL that no store would open: an unknown scheme or `memory://`
+/// option.
+pub fn check_url(url: &crate::cli::DatabaseUrl) -> anyhow::Result<()> {
+    let text = url.expose();
+    if url.is_memory() {
+        return memory_faults(text).map(drop);
+    }
+    let known = ["sqlite:", "postgres://", "postgresql://"];
+    if known.iter().any(|scheme| text.starts_with(scheme)) {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "unsupported database URL {url}: expected sqlite://PATH, postgres://... or memory://"
+        )
+    }
+}
+
 /// The faults `memory://?latency-ms=N&fail-every=N` asks the pet store for: every call waits
 /// `latency-ms`, and every `fail-every`th call fails as an unreachable database would (503).
 /// `None` for a plain `memory://`.
