@@ -13,17 +13,7 @@ use crate::harness::{Client, Db, Server, list_all};
 #[tokio::test]
 async fn a_backup_taken_under_writes_restores_every_earlier_pet() {
     let db = Db::sqlite();
-    let created = db.run(&[
-        "keys",
-        "create",
-        "--plan",
-        "enterprise",
-        "--per-minute",
-        "1000000",
-        "--per-day",
-        "100000000",
-    ]);
-    let key = String::from_utf8(created.stdout).expect("utf-8").trim().to_owned();
+    let key = db.unlimited_key();
     let server = db.start();
     let acknowledged: Arc<Mutex<BTreeMap<i64, Value>>> = Arc::default();
     let running = Arc::new(AtomicBool::new(true));

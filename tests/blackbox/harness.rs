@@ -55,6 +55,22 @@ impl Db {
         key
     }
 
+    /// Issues an enterprise key whose quotas no test reaches, for tests that write hard.
+    pub fn unlimited_key(&self) -> String {
+        let out = self.run(&[
+            "keys",
+            "create",
+            "--plan",
+            "enterprise",
+            "--per-minute",
+            "1000000",
+            "--per-day",
+            "100000000",
+        ]);
+        assert!(out.status.success(), "keys create: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8").trim().to_owned()
+    }
+
     pub fn start(&self) -> Server {
         Server::start(&self.url, self.path().to_path_buf(), &[])
     }

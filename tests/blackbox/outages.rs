@@ -89,18 +89,7 @@ fn succeeds_within(db: &Db, args: &[&str], limit: Duration) -> bool {
 #[tokio::test]
 async fn a_full_database_answers_503_and_loses_no_acknowledged_pet() {
     let db = Db::sqlite();
-    let created = db.run(&[
-        "keys",
-        "create",
-        "--plan",
-        "enterprise",
-        "--per-minute",
-        "1000000",
-        "--per-day",
-        "100000000",
-    ]);
-    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-    let key = String::from_utf8(created.stdout).expect("utf-8").trim().to_owned();
+    let key = db.unlimited_key();
     let admin = sql(&db.url).await;
     admin.execute_unprepared("CREATE TABLE ballast (b BLOB)").await.expect("create the ballast");
     let bytes = BALLAST_PAGES * 4096;

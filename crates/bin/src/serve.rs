@@ -77,7 +77,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         let state = state(args, cli, &stores)?;
         let mut keys = greet(&stores, &state.keys).await?;
         if let Some(fixtures) = fixtures {
-            keys.extend(fixtures.load(&state.keys, stores.pets().as_ref()).await?);
+            keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
         }
         let acceptor = TcpListener::bind(args.bind.as_str())
             .into_acceptor()

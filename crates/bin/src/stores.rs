@@ -13,8 +13,10 @@ use crate::cli::Cli;
 pub enum Stores {
     /// `memory://`: nothing outlives the process.
     Memory {
-        /// Pets, failing or lagging on purpose as the URL's options say.
-        pets: Arc<dyn PetRepository>,
+        /// Pets.
+        pets: Arc<MemoryPetRepository>,
+        /// The faults the URL's options ask for, injected in front of `pets` when serving.
+        faults: Option<Arc<Injector>>,
         /// Keys.
         keys: Arc<MemoryApiKeyStore>,
     },
@@ -26,12 +28,10 @@ impl Stores {
     /// Opens the database `--database-url` names and applies pending migrations.
     pub async fn open(cli: &Cli) -> anyhow::Result<Self> {
         if cli.database_url.is_memory() {
-            let pets: Arc<dyn PetRepository> = Arc::new(MemoryPetRepository::new());
-            let pets = match memory_faults(cli.database_url.expose())? {
-                Some(faults) => Arc::new(FaultyPetRepository::new(pets, Injector::new(faults))),
-                None => pets,
-            };
-            return Ok(Self::Memory { pets, keys: Arc::new(MemoryApiKeyStore::new()) });
+            let faults = memory_faults(cli.database_url.expose())?.map(Injector::new);
+            let (pets, keys) =
+                (Arc::new(MemoryPetRepository::new()), Arc::new(MemoryApiKeyStore::new()));
+            return Ok(Self::Memory { pets, faults, keys });
         }
         let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
         let db = Database::connect_with(cli.database_url.expose(), options)
@@ -46,8 +46,21 @@ impl Stores {
         matches!(self, Self::Memory { .. })
     }
 
-    /// The pet repository.
+    /// The pet repository the service runs on: on `memory://`, failing or lagging as the
+    /// URL's options say.
     pub fn pets(&self) -> Arc<dyn PetRepository> {
+        match self {
+            Self::Memory { pets, faults: Some(injector), .. } => {
+                Arc::new(FaultyPetRepository::new(pets.clone(), injector.clone()))
+            }
+            Self::Memory { pets, faults: None, .. } => pets.clone(),
+            Self::Sql(db) => Arc::new(db.pets()),
+        }
+    }
+
+    /// The pet repository the fixtures fill: never the fault-injecting one, so that the
+    /// faults neither refuse fixtures nor count their writes.
+    pub fn fixture_pets(&self) -> Arc<dyn PetRepository> {
         match self {
             Self::Memory { pets, .. } => pets.clone(),
             Self::Sql(db) => Arc::new(db.pets()),
