@@ -6,6 +6,7 @@ mod harness;
 
 mod backup;
 mod cli;
+mod connections;
 mod durability;
 mod harness_contract;
 mod http;

@@ -31,6 +31,7 @@ mod operations;
 pub mod probes;
 mod rate_limit;
 mod routes;
+pub mod server;
 mod state;
 
 use std::sync::Arc;
@@ -103,6 +104,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .catch_all_error(|err| async move { middleware::error_response(err) })
         .around(middleware::allow_header)
         .with(CatchPanic::new().with_handler(middleware::panic_response))
+        .around(middleware::request_timeout)
         .around(middleware::guard)
         .around(middleware::deprecation_headers)
         // Boxed: the layers inside make a large future, best kept off the stack.

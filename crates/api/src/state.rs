@@ -1,6 +1,7 @@
 //! What every request handler shares.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use animal_store_domain::{Clock, KeyService, PetService, RateLimiter};
 use ipnet::IpNet;
@@ -30,6 +31,9 @@ pub const DEFAULT_PRODUCTION_URL: &str = "https://api.animal-store.example/v1";
 /// The staging address the document lists unless configured otherwise.
 pub const DEFAULT_STAGING_URL: &str = "https://staging.api.animal-store.example/v1";
 
+/// How long a request may take unless configured otherwise.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Settings of the HTTP API.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiConfig {
@@ -39,6 +43,8 @@ pub struct ApiConfig {
     pub staging_url: String,
     /// Proxies whose `X-Forwarded-For` is believed when finding a client's address.
     pub trusted_proxies: Vec<IpNet>,
+    /// A request not answered within this time is answered 503 `service_unavailable`.
+    pub request_timeout: Duration,
 }
 
 impl Default for ApiConfig {
@@ -47,6 +53,7 @@ impl Default for ApiConfig {
             production_url: DEFAULT_PRODUCTION_URL.to_owned(),
             staging_url: DEFAULT_STAGING_URL.to_owned(),
             trusted_proxies: Vec::new(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }

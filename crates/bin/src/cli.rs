@@ -1,5 +1,7 @@
 //! The command line: every setting is a flag with an environment variable beside it.
 
+use std::time::Duration;
+
 use animal_store_api::{DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
 pub use crate::database_url::DatabaseUrl;
@@ -108,6 +110,10 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_SHUTDOWN_GRACE", default_value_t = 30)]
     pub shutdown_grace: u64,
 
+    /// How long clients may take, and how many connections they may hold.
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
+
     /// A key refused more than this many times after its first 429, while limited, is
     /// suspended.
     #[arg(long, env = "ANIMAL_STORE_SUSPEND_AFTER", default_value_t = 30)]
@@ -141,6 +147,45 @@ pub struct ServeArgs {
     #[cfg(feature = "testing")]
     #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE")]
     pub clock_file: Option<std::path::PathBuf>,
+}
+
+/// The limits that keep slow and broken clients from holding the server. Durations are
+/// `500ms`, `10s`, `2m`..., or a bare number of seconds.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectionArgs {
+    /// A request's headers must be complete within this time of its first byte.
+    #[arg(long, env = "ANIMAL_STORE_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+
+    /// A request's body must be complete within this time of its headers, or the
+    /// connection is closed.
+    #[arg(long, env = "ANIMAL_STORE_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+
+    /// A keep-alive connection with no request in flight is closed after this time.
+    #[arg(long, env = "ANIMAL_STORE_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+
+    /// A request not answered within this time is answered 503 `service_unavailable`.
+    #[arg(long, env = "ANIMAL_STORE_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// The most connections served at once; more are answered 503 and closed.
+    #[arg(long, env = "ANIMAL_STORE_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+}
+
+/// A positive duration: `500ms`, `10s`, `2m`, `90d`..., or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = match text.trim().parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => humantime::parse_duration(text.trim())
+            .map_err(|err| format!("{text:?} is not a duration such as 10s, 5m or 90d: {err}"))?,
+    };
+    if duration.is_zero() {
+        return Err("a duration must be longer than zero".to_owned());
+    }
+    Ok(duration)
 }
 
 /// How log lines are written.
@@ -261,5 +306,15 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_take_a_unit_or_are_seconds() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("90d"), Ok(Duration::from_secs(90 * 86_400)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5_400)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").unwrap_err().contains("\"soon\" is not a duration"));
     }
 }

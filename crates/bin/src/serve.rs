@@ -4,24 +4,33 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use animal_store_api::server::{Limits, Server};
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{Clock, KeyService, Plan, Quota, RateLimitPolicy};
 use animal_store_infra::SystemClock;
 use anyhow::Context;
-use poem::Server;
-use poem::listener::{Acceptor, Listener, TcpListener};
 
 use crate::Failure;
-use crate::cli::{Cli, DocumentArgs, ServeArgs};
+use crate::cli::{Cli, ConnectionArgs, DocumentArgs, ServeArgs};
 use crate::fixtures::Fixtures;
 use crate::stores::Stores;
 use crate::wiring::Wiring;
 
-fn api_config(document: &DocumentArgs, trusted_proxies: &[ipnet::IpNet]) -> ApiConfig {
+fn api_config(document: &DocumentArgs) -> ApiConfig {
     ApiConfig {
         production_url: document.production_url.clone(),
         staging_url: document.staging_url.clone(),
-        trusted_proxies: trusted_proxies.to_vec(),
+        ..ApiConfig::default()
+    }
+}
+
+/// The limits the server holds its clients to.
+fn limits(connections: &ConnectionArgs) -> Limits {
+    Limits {
+        header_timeout: connections.header_timeout,
+        body_timeout: connections.body_timeout,
+        idle_timeout: connections.idle_timeout,
+        max_connections: connections.max_connections as usize,
     }
 }
 
@@ -55,7 +64,11 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
         .clock(clock(args))
         .policy(limit_policy(args)?)
         .environment(cli.environment)
-        .config(api_config(&args.document, &args.trusted_proxies))
+        .config(ApiConfig {
+            trusted_proxies: args.trusted_proxies.clone(),
+            request_timeout: args.connections.request_timeout,
+            ..api_config(&args.document)
+        })
         .rate_limiter(args.rate_limiter, args.limiter_capacity)
         .state())
 }
@@ -63,7 +76,7 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
 /// The OpenAPI document, as the server would serve it: built from the types and the
 /// server addresses alone, without stores.
 pub fn openapi_document(document: &DocumentArgs) -> String {
-    animal_store_api::openapi_document(&api_config(document, &[]))
+    animal_store_api::openapi_document(&api_config(document))
 }
 
 /// Runs the server.
@@ -79,31 +92,24 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         if let Some(fixtures) = fixtures {
             keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
         }
-        let acceptor = TcpListener::bind(args.bind.as_str())
-            .into_acceptor()
+        let server = Server::bind(args.bind.as_str(), limits(&args.connections))
             .await
             .with_context(|| format!("cannot listen on {}", args.bind))?;
+        let address = server.local_addr().context("the listener has no address")?;
         if let Some(path) = &args.ready_file {
-            let address = acceptor
-                .local_addr()
-                .iter()
-                .find_map(|a| a.as_socket_addr().copied())
-                .context("the listener has no TCP address")?;
             write_ready_file(path, address, &keys)
                 .with_context(|| format!("cannot write the ready file {}", path.display()))?;
         }
-        anyhow::Ok((state, acceptor))
+        anyhow::Ok((state, server, address))
     };
-    let (state, acceptor) = match started.await {
+    let (state, server, address) = match started.await {
         Ok(started) => started,
         Err(err) => {
             stores.close().await;
             return Err(Failure::Startup(err));
         }
     };
-    for addr in acceptor.local_addr().iter().filter_map(|a| a.as_socket_addr()) {
-        tracing::info!("listening on http://{addr}");
-    }
+    tracing::info!("listening on http://{address}");
     let readiness = state.readiness.clone();
     let drain = Duration::from_secs(args.drain_secs);
     let stopping = async move {
@@ -115,18 +121,13 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             tokio::time::sleep(drain).await;
         }
     };
-    let served = Server::new_with_acceptor(acceptor)
-        .run_with_graceful_shutdown(
-            animal_store_api::app(state),
-            stopping,
-            Some(Duration::from_secs(args.shutdown_grace)),
-        )
-        .await
-        .context("the server failed");
+    server
+        .run(animal_store_api::app(state), stopping, Duration::from_secs(args.shutdown_grace))
+        .await;
     tracing::info!("stopped accepting requests; closing the database");
     stores.close().await;
     tracing::info!("shut down");
-    served.map_err(Failure::Runtime)
+    Ok(())
 }
 
 /// The checks `serve` makes of its settings before it opens anything, for `config`.

@@ -20,13 +20,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use animal_store_api::server::{Limits, Server};
 use animal_store_api::{AppState, app};
 use animal_store_domain::{ApiKeyStore, PetRepository, Plan, RateLimitPolicy, RateLimiter};
 use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository};
 use poem::endpoint::BoxEndpoint;
-use poem::listener::{Acceptor, Listener, TcpListener};
 use poem::test::TestClient;
-use poem::{Response, Server};
+use poem::Response;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -145,24 +145,17 @@ impl TestApp {
     ///
     /// When no port of 127.0.0.1 can be bound.
     pub async fn listen(&self) -> Listening {
-        let acceptor = TcpListener::bind("127.0.0.1:0")
-            .into_acceptor()
+        let server = Server::bind("127.0.0.1:0", Limits::default())
             .await
             .expect("a free port on 127.0.0.1");
-        let port = acceptor
-            .local_addr()
-            .iter()
-            .find_map(|a| a.as_socket_addr().map(std::net::SocketAddr::port))
-            .expect("a TCP address");
+        let port = server.local_addr().expect("a TCP address").port();
         let (stop, stopped) = oneshot::channel::<()>();
         let endpoint = app(self.state.clone());
         let server = tokio::spawn(async move {
             let signal = async {
                 let _ = stopped.await;
             };
-            let _ = Server::new_with_acceptor(acceptor)
-                .run_with_graceful_shutdown(endpoint, signal, Some(Duration::from_secs(5)))
-                .await;
+            server.run(endpoint, signal, Duration::from_secs(5)).await;
         });
         Listening { base: format!("http://127.0.0.1:{port}"), stop, server }
     }

@@ -1,4 +1,4 @@
-//! Layer 6: the headers of a deprecated operation on every one of its responses, those of
+//! Layer 7: the headers of a deprecated operation on every one of its responses, those of
 //! the layers inside included.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use poem::{Endpoint, Request, Response};
 use super::{respond, routes};
 use crate::deprecation::Deprecation;
 
-/// Layer 6: adds `Deprecation`, `Sunset` and `Link` to every response of a deprecated
+/// Layer 7: adds `Deprecation`, `Sunset` and `Link` to every response of a deprecated
 /// operation.
 pub async fn deprecation_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let deprecation = routes(&req).and_then(|routes| {

@@ -1,4 +1,4 @@
-//! Layer 5: authentication and rate limiting, and the rate-limit headers on every response
+//! Layer 6: authentication and rate limiting, and the rate-limit headers on every response
 //! (`docs/api.md#plans-and-rate-limits`).
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use super::{respond, state};
 use crate::error::ApiError;
 use crate::{auth, rate_limit};
 
-/// Layer 5: finds the caller's key, counts the request against it (or against the client
+/// Layer 6: finds the caller's key, counts the request against it (or against the client
 /// address without one), refuses it with 429 when over the limit, and puts the rate-limit
 /// headers on whatever response comes back.
 ///

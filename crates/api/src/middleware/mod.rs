@@ -6,20 +6,22 @@
 //!    (routing, extraction) becomes the Error body; an operation's own error responses pass.
 //! 3. [`allow_header`]: the `Allow` header RFC 9110 requires on a 405.
 //! 4. `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
-//! 5. [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
+//! 5. [`request_timeout`]: a request the layers inside do not answer in time gets 503.
+//! 6. [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
 //!    on every response (see `rate_limit`).
-//! 6. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
+//! 7. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
 //!    those of the layers inside included.
-//! 7. [`trace_request`]: a request id and one span and log line per request.
+//! 8. [`trace_request`]: a request id and one span and log line per request.
 //!
-//! 8. `data`: puts the route table and the services (`AppState`) on every request, for the
+//! 9. `data`: puts the route table and the services (`AppState`) on every request, for the
 //!    layers and the operations inside to read.
 //!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
 //! its headers, so that no response escapes without them. Other orders lose headers or the
 //! Error body: `guard` outside `body_limit` refuses an over-limit request before reading its
 //! body; `deprecation_headers` outside `guard` marks `getPet`'s 401s and 429s too;
-//! `trace_request` outermost sees every response and its status.
+//! `request_timeout` inside `guard` leaves its 503 the rate-limit headers; `trace_request`
+//! outermost sees every response and its status.
 //!
 //! The layers learn a request's route from a route table read off the OpenAPI document
 //! (`routes.rs`), not from a list of their own, so that the routes and the document cannot
@@ -33,6 +35,7 @@ mod body_limit;
 mod deprecation;
 mod guard;
 mod panic;
+mod timeout;
 mod trace;
 
 use std::sync::Arc;
@@ -44,6 +47,7 @@ pub use body_limit::{MAX_BODY_BYTES, body_limit};
 pub use deprecation::deprecation_headers;
 pub use guard::guard;
 pub use panic::panic_response;
+pub use timeout::request_timeout;
 pub use trace::trace_request;
 
 use crate::error::ApiError;

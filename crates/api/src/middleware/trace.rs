@@ -1,4 +1,4 @@
-//! Layer 7: a request id, and one span and one log line per request.
+//! Layer 8: a request id, and one span and one log line per request.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,7 +21,7 @@ fn client_request_id(req: &Request) -> Option<String> {
     valid.then(|| id.to_owned())
 }
 
-/// Layer 7: gives the request an id (`X-Request-Id` on the response: the client's own when
+/// Layer 8: gives the request an id (`X-Request-Id` on the response: the client's own when
 /// valid, a new one otherwise) and a span with its method, route, key id, status and
 /// latency. The key itself is never logged.
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {

@@ -1,0 +1,26 @@
+//! Layer 5: a request not answered within the request timeout is answered 503
+//! `service_unavailable`, and its work inside is dropped.
+
+use std::sync::Arc;
+
+use poem::http::{HeaderValue, header};
+use poem::{Endpoint, IntoResponse, Request, Response};
+
+use super::{respond, state};
+use crate::error::{ApiError, ErrorCode};
+use crate::state::DEFAULT_REQUEST_TIMEOUT;
+
+/// Layer 5: answers 503 for the request when the layers inside take longer than
+/// `ApiConfig::request_timeout`.
+pub async fn request_timeout<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    let limit = state(&req).map_or(DEFAULT_REQUEST_TIMEOUT, |state| state.config.request_timeout);
+    if let Ok(response) = tokio::time::timeout(limit, respond(ep.as_ref(), req)).await {
+        return Ok(response);
+    }
+    tracing::warn!(timeout_ms = limit.as_millis(), "request timed out");
+    let message =
+        format!("the request was not answered within {} ms; retry later", limit.as_millis());
+    Ok(ApiError::new(ErrorCode::ServiceUnavailable, message)
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+        .into_response())
+}

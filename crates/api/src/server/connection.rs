@@ -1,0 +1,283 @@
+//! One connection's clock: what it is waiting for, and until when.
+//!
+//! A connection is in one of three phases. It starts waiting for its first request's
+//! headers, which must be complete within the header timeout of the connection. Once the
+//! headers are in, the request is the handlers' business: its body must arrive within the
+//! body timeout of the headers ([`TimedBody`]), and the request itself is bounded by the
+//! request timeout layer. When the last request in flight has its response, the connection
+//! is idle; the first byte of a new request starts the header timeout again, and an idle
+//! connection that sends nothing is closed after the idle timeout.
+//!
+//! The [`Watched`] socket reports reads to the [`Activity`], and [`Activity::expired`]
+//! resolves when the current phase has run out: the connection is then dropped, closing
+//! the socket.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use http_body_util::combinators::BoxBody;
+use poem::Body;
+use poem::http::HeaderMap;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
+use tokio::time::{Instant, Sleep};
+
+use super::Limits;
+
+/// What a connection is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// A request's headers, which have begun to arrive (or the first request's, from the
+    /// moment the connection was accepted).
+    Headers,
+    /// Requests are being handled; their own deadlines apply.
+    Busy,
+    /// Nothing: the last response went out and no new request has begun.
+    Idle,
+    /// A request's body, which did not arrive in time: the connection is to close now.
+    Body,
+}
+
+impl Phase {
+    /// Why a connection in this phase was closed, for the log.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Headers => "the request headers did not arrive within the header timeout",
+            Self::Busy => "the connection was closed while busy",
+            Self::Idle => "the connection was idle past the idle timeout",
+            Self::Body => "the request body did not arrive within the body timeout",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    in_flight: usize,
+    deadline: Option<Instant>,
+}
+
+/// The phase and deadline of one connection, shared by its socket, its requests and its
+/// watchdog.
+#[derive(Debug)]
+pub struct Activity {
+    limits: Limits,
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl Activity {
+    /// A connection just accepted: its first request's headers are due.
+    pub fn new(limits: Limits) -> Arc<Self> {
+        let state = State {
+            phase: Phase::Headers,
+            in_flight: 0,
+            deadline: Some(Instant::now() + limits.header_timeout),
+        };
+        Arc::new(Self { limits, state: Mutex::new(state), changed: Notify::new() })
+    }
+
+    fn update(&self, change: impl FnOnce(&mut State, &Limits) -> bool) {
+        let changed = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            change(&mut state, &self.limits)
+        };
+        if changed {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Bytes arrived: on an idle connection, a new request has begun.
+    fn on_read(&self) {
+        self.update(|state, limits| {
+            let starts = state.phase == Phase::Idle;
+            if starts {
+                state.phase = Phase::Headers;
+                state.deadline = Some(Instant::now() + limits.header_timeout);
+            }
+            starts
+        });
+    }
+
+    /// A request's headers are in and it goes to the handlers; the guard ends it.
+    pub fn begin_request(self: &Arc<Self>) -> RequestGuard {
+        self.update(|state, _| {
+            state.in_flight += 1;
+            if state.phase != Phase::Body {
+                state.phase = Phase::Busy;
+                state.deadline = None;
+            }
+            true
+        });
+        RequestGuard(Arc::clone(self))
+    }
+
+    fn end_request(&self) {
+        self.update(|state, limits| {
+            state.in_flight = state.in_flight.saturating_sub(1);
+            let idle = state.in_flight == 0 && state.phase == Phase::Busy;
+            if idle {
+                state.phase = Phase::Idle;
+                state.deadline = Some(Instant::now() + limits.idle_timeout);
+            }
+            idle
+        });
+    }
+
+    /// A request body ran out of time: the connection closes now.
+    fn body_timed_out(&self) {
+        self.update(|state, _| {
+            state.phase = Phase::Body;
+            state.deadline = Some(Instant::now());
+            true
+        });
+    }
+
+    /// Resolves with the phase that ran out of time, when one does.
+    pub async fn expired(&self) -> Phase {
+        loop {
+            let changed = self.changed.notified();
+            let (phase, deadline) = {
+                let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                (state.phase, state.deadline)
+            };
+            match deadline {
+                Some(deadline) if deadline <= Instant::now() => return phase,
+                Some(deadline) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(deadline) => {}
+                        () = changed => {}
+                    }
+                }
+                None => changed.await,
+            }
+        }
+    }
+
+    /// The request's body, to arrive within the body timeout from now.
+    pub fn time_body(self: &Arc<Self>, headers: &HeaderMap, body: Body) -> Body {
+        if !may_have_body(headers) {
+            return body;
+        }
+        let deadline = Instant::now() + self.limits.body_timeout;
+        Body::from(BoxBody::new(TimedBody {
+            inner: body.into(),
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            activity: Arc::clone(self),
+        }))
+    }
+}
+
+/// Whether a request announces a body (HTTP/1.1's framing; an HTTP/2 request may have one
+/// without either header, and its body is bounded by the request timeout alone).
+fn may_have_body(headers: &HeaderMap) -> bool {
+    use poem::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    headers.contains_key(TRANSFER_ENCODING)
+        || headers.get(CONTENT_LENGTH).is_some_and(|length| length.as_bytes() != b"0")
+}
+
+/// Ends a request's part in its connection's phase when dropped, even if the request's
+/// future is cancelled.
+#[derive(Debug)]
+pub struct RequestGuard(Arc<Activity>);
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        self.0.end_request();
+    }
+}
+
+/// A request body that closes its connection when it has not arrived by its deadline.
+struct TimedBody {
+    inner: BoxBody<Bytes, io::Error>,
+    deadline: Pin<Box<Sleep>>,
+    activity: Arc<Activity>,
+}
+
+impl http_body::Body for TimedBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        ready!(self.deadline.as_mut().poll(cx));
+        // No answer: the connection's watchdog closes it now, with the request unanswered.
+        self.activity.body_timed_out();
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A socket that tells its connection's [`Activity`] when bytes arrive.
+pub struct Watched<IO> {
+    io: IO,
+    activity: Arc<Activity>,
+}
+
+impl<IO> Watched<IO> {
+    /// `io`, reporting to `activity`.
+    pub fn new(io: IO, activity: Arc<Activity>) -> Self {
+        Self { io, activity }
+    }
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
+        if buf.filled().len() > before {
+            self.activity.on_read();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
