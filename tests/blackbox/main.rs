@@ -8,6 +8,7 @@ mod backup;
 mod cli;
 mod connections;
 mod durability;
+mod fail_fast;
 mod harness_contract;
 mod http;
 mod outages;

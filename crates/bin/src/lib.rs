@@ -126,9 +126,8 @@ fn fail(failure: &Failure) -> ExitCode {
 }
 
 fn init_tracing(format: cli::LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn")
-    });
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn"));
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         cli::LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),

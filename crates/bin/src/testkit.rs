@@ -24,9 +24,9 @@ use animal_store_api::server::{Limits, Server};
 use animal_store_api::{AppState, app};
 use animal_store_domain::{ApiKeyStore, PetRepository, Plan, RateLimitPolicy, RateLimiter};
 use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository};
+use poem::Response;
 use poem::endpoint::BoxEndpoint;
 use poem::test::TestClient;
-use poem::Response;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -145,9 +145,8 @@ impl TestApp {
     ///
     /// When no port of 127.0.0.1 can be bound.
     pub async fn listen(&self) -> Listening {
-        let server = Server::bind("127.0.0.1:0", Limits::default())
-            .await
-            .expect("a free port on 127.0.0.1");
+        let server =
+            Server::bind("127.0.0.1:0", Limits::default()).await.expect("a free port on 127.0.0.1");
         let port = server.local_addr().expect("a TCP address").port();
         let (stop, stopped) = oneshot::channel::<()>();
         let endpoint = app(self.state.clone());

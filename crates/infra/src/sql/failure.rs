@@ -5,8 +5,6 @@ use animal_store_domain::RepositoryError;
 use sea_orm::{DbErr, RuntimeErr, SqlErr};
 use thiserror::Error;
 
-use super::outage::Outage;
-
 /// What a driver error means for the domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum FailureKind {
@@ -46,6 +44,28 @@ impl FailureKind {
     }
 }
 
+/// Whether a failure says the database cannot be reached at all: no connection could be
+/// had or kept, or the server is shutting down. Such a failure will be every request's
+/// until the database is back (see `reachability.rs`).
+pub(super) fn is_unreachable(err: &DbErr) -> bool {
+    use sea_orm::sqlx::Error;
+    match err {
+        DbErr::ConnectionAcquire(_) => true,
+        DbErr::Conn(RuntimeErr::SqlxError(e))
+        | DbErr::Exec(RuntimeErr::SqlxError(e))
+        | DbErr::Query(RuntimeErr::SqlxError(e)) => match e.as_ref() {
+            Error::Io(_) | Error::Tls(_) | Error::PoolTimedOut | Error::WorkerCrashed => true,
+            // PostgreSQL: connection exceptions (08), and a server shutting down or not yet
+            // accepting connections (57P01 to 57P03).
+            Error::Database(db) => db.code().is_some_and(|code| {
+                code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
+            }),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// Whether retrying the operation later may succeed.
 fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
     use sea_orm::sqlx::Error;
@@ -81,21 +101,6 @@ fn is_transient_code(code: &str) -> bool {
 /// Turns a driver error into the domain's.
 pub(super) fn repository_error(err: DbErr) -> RepositoryError {
     FailureKind::of(&err).with_source(err)
-}
-
-/// The outcome of a read, with failures recorded in `reads` so that an outage is logged
-/// once, and the driver's error turned into the domain's.
-pub(super) fn read<T>(reads: &Outage, result: Result<T, DbErr>) -> Result<T, RepositoryError> {
-    match result {
-        Ok(value) => {
-            reads.passed();
-            Ok(value)
-        }
-        Err(err) => {
-            reads.failed(&err, 1);
-            Err(repository_error(err))
-        }
-    }
 }
 
 /// A stored row that no longer satisfies the domain's rules (edited by hand, say).

@@ -14,21 +14,21 @@ use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Set};
 
+use super::corrupt;
 use super::entity::api_key;
-use super::outage::Outage;
+use super::reachability::Reads;
 use super::writer::Writer;
-use super::{corrupt, read};
 
 /// API keys in an SQL database.
 #[derive(Clone)]
 pub struct SeaOrmApiKeyStore {
     readers: DatabaseConnection,
-    reads: Arc<Outage>,
+    reads: Arc<Reads>,
     writer: Writer,
 }
 
 impl SeaOrmApiKeyStore {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Outage>, writer: Writer) -> Self {
+    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
         Self { readers, reads, writer }
     }
 }
@@ -110,14 +110,16 @@ impl ApiKeyStore for SeaOrmApiKeyStore {
     async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
         let query =
             api_key::Entity::find().filter(api_key::Column::Digest.eq(digest.as_bytes().to_vec()));
-        read(&self.reads, query.one(&self.readers).await)?.map(|row| to_key(&row)).transpose()
+        self.reads.run(query.one(&self.readers)).await?.map(|row| to_key(&row)).transpose()
     }
 
     async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
         let query = api_key::Entity::find()
             .order_by_asc(api_key::Column::CreatedAt)
             .order_by_asc(api_key::Column::Id);
-        read(&self.reads, query.all(&self.readers).await)?
+        self.reads
+            .run(query.all(&self.readers))
+            .await?
             .into_iter()
             .map(|row| to_key(&row))
             .collect()

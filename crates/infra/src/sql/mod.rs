@@ -19,6 +19,7 @@ mod keys;
 mod migration;
 mod outage;
 mod pets;
+mod reachability;
 mod writer;
 
 use std::sync::Arc;
@@ -36,8 +37,8 @@ pub use keys::SeaOrmApiKeyStore;
 pub use pets::SeaOrmPetRepository;
 pub use writer::MAX_BATCH;
 
-use failure::{FailureKind, corrupt, read, repository_error};
-use outage::Outage;
+use failure::{FailureKind, corrupt};
+use reachability::{Reachability, Reads};
 use writer::Writer;
 
 /// Which database server a [`Database`] talks to.
@@ -90,7 +91,7 @@ pub struct DatabaseOptions {
 pub struct Database {
     connector: Connector,
     readers: DatabaseConnection,
-    reads: Arc<Outage>,
+    reads: Arc<Reads>,
     writer: Writer,
     stop_writer: oneshot::Sender<()>,
     writer_task: JoinHandle<()>,
@@ -123,9 +124,11 @@ impl Database {
     pub async fn connect_with(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
         let connector = Connector::new(url, options)?;
         let readers = connector.open_readers().await.map_err(DatabaseError::Connect)?;
+        let reachability = Reachability::new(readers.clone());
         let (stop_writer, stop) = oneshot::channel();
-        let (writer, writer_task) = Writer::start(connector.clone(), stop);
-        let reads = Arc::new(Outage::new("reads"));
+        let (writer, writer_task) =
+            Writer::start(connector.clone(), Arc::clone(&reachability), stop);
+        let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
         Ok(Self { connector, readers, reads, writer, stop_writer, writer_task })
     }
 
@@ -197,7 +200,7 @@ impl Database {
 
     /// The readiness check of this database.
     pub fn health(&self) -> DatabaseHealth {
-        DatabaseHealth { readers: self.readers.clone() }
+        DatabaseHealth { reads: Arc::clone(&self.reads), readers: self.readers.clone() }
     }
 
     /// The API key store over this database.
@@ -223,6 +226,7 @@ impl Database {
 
 /// The readiness check of a [`Database`]: `SELECT 1` through the reader pool.
 pub struct DatabaseHealth {
+    reads: Arc<Reads>,
     readers: DatabaseConnection,
 }
 
@@ -234,7 +238,7 @@ impl animal_store_domain::HealthCheck for DatabaseHealth {
 
     async fn check(&self) -> Result<(), RepositoryError> {
         use sea_orm::ConnectionTrait;
-        self.readers.execute_unprepared("SELECT 1").await.map(drop).map_err(repository_error)
+        self.reads.run(self.readers.execute_unprepared("SELECT 1")).await.map(drop)
     }
 }
 

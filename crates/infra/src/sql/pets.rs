@@ -20,21 +20,21 @@ use sea_orm::{
     QueryOrder, QuerySelect, Set,
 };
 
+use super::corrupt;
 use super::entity::pet;
-use super::outage::Outage;
+use super::reachability::Reads;
 use super::writer::Writer;
-use super::{corrupt, read};
 
 /// Pets in an SQL database. Cheap to clone: clones share the reader pool and the writer.
 #[derive(Clone)]
 pub struct SeaOrmPetRepository {
     readers: DatabaseConnection,
-    reads: Arc<Outage>,
+    reads: Arc<Reads>,
     writer: Writer,
 }
 
 impl SeaOrmPetRepository {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Outage>, writer: Writer) -> Self {
+    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
         Self { readers, reads, writer }
     }
 }
@@ -71,7 +71,9 @@ impl PetRepository for SeaOrmPetRepository {
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
-        read(&self.reads, pet::Entity::find_by_id(id.get()).one(&self.readers).await)?
+        self.reads
+            .run(pet::Entity::find_by_id(id.get()).one(&self.readers))
+            .await?
             .map(|row| to_pet(&row))
             .transpose()
     }
@@ -91,7 +93,9 @@ impl PetRepository for SeaOrmPetRepository {
         }
         let query =
             query.order_by_asc(pet::Column::Id).limit(u64::try_from(limit).unwrap_or(u64::MAX));
-        read(&self.reads, query.all(&self.readers).await)?
+        self.reads
+            .run(query.all(&self.readers))
+            .await?
             .into_iter()
             .map(|row| to_pet(&row))
             .collect()

@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::outage::Outage;
+use super::reachability::Reachability;
 use super::{Backend, Connector, FailureKind};
 
 /// The most pieces of work committed in one transaction.
@@ -48,12 +49,19 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub(super) struct Writer {
     queue: mpsc::Sender<Box<dyn Job>>,
+    reachability: Arc<Reachability>,
 }
 
 /// The writer task is gone: the database is closing.
 #[derive(Debug, Error)]
 #[error("the database writer has stopped")]
 struct WriterStopped;
+
+/// One refusal, shared by every caller of a batch refused while the database cannot be
+/// reached.
+#[derive(Debug, Error)]
+#[error(transparent)]
+struct Shared(Arc<RepositoryError>);
 
 /// One transaction's failure, shared by every caller whose work it held.
 #[derive(Debug, Error)]
@@ -64,13 +72,21 @@ impl Writer {
     /// Starts the writer task, which opens its connection with `connector` when it first
     /// needs one. The task runs until `stop` fires, then commits what is already queued,
     /// closes its connection and ends; work that arrives later is refused.
+    /// While `reachability` says the database cannot be reached, writes are refused at
+    /// once, those already queued included.
     pub(super) fn start(
         connector: Connector,
+        reachability: Arc<Reachability>,
         stop: oneshot::Receiver<()>,
     ) -> (Self, JoinHandle<()>) {
         let (queue, work) = mpsc::channel(QUEUE_DEPTH);
-        let connection = Connection { connector, pool: None, outage: Outage::new("writes") };
-        (Self { queue }, tokio::spawn(run(connection, work, stop)))
+        let connection = Connection {
+            connector,
+            pool: None,
+            outage: Outage::new("writes"),
+            reachability: Arc::clone(&reachability),
+        };
+        (Self { queue, reachability }, tokio::spawn(run(connection, work, stop)))
     }
 
     /// Runs `work` inside a write transaction, possibly beside other callers' work, and
@@ -90,6 +106,7 @@ impl Writer {
             + Send
             + 'static,
     {
+        self.reachability.check()?;
         let (reply, answer) = oneshot::channel();
         let job = Pending { work: Some(work), output: None, reply };
         let stopped = || RepositoryError::Unavailable(Box::new(WriterStopped));
@@ -175,11 +192,20 @@ struct Connection {
     pool: Option<DatabaseConnection>,
     /// Logs a run of failed transactions once, when it starts and when it ends.
     outage: Outage,
+    reachability: Arc<Reachability>,
 }
 
 impl Connection {
     /// Runs `batch` in one transaction and answers every caller in it.
     async fn commit(&mut self, batch: &mut Vec<Box<dyn Job>>) {
+        if let Err(unreachable) = self.reachability.check() {
+            let unreachable = Arc::new(unreachable);
+            for job in batch.drain(..) {
+                let cause = Arc::clone(&unreachable);
+                job.answer(Err(RepositoryError::Unavailable(Box::new(Shared(cause)))));
+            }
+            return;
+        }
         match self.transaction(batch).await {
             Ok(()) => {
                 self.outage.passed();
@@ -192,6 +218,7 @@ impl Connection {
                 // and sqlx believe: never use it again.
                 self.discard().await;
                 self.outage.failed(&err, batch.len());
+                self.reachability.observe(&err);
                 let failure = FailureKind::of(&err);
                 let err = Arc::new(err);
                 for job in batch.drain(..) {
