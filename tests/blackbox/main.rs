@@ -11,6 +11,8 @@ mod durability;
 mod fail_fast;
 mod harness_contract;
 mod http;
+mod key_lifecycle;
+mod metrics;
 mod outages;
 mod probes;
 mod rate_limits;

@@ -33,6 +33,7 @@ mod rate_limit;
 mod routes;
 pub mod server;
 mod state;
+pub mod telemetry;
 
 use std::sync::Arc;
 
@@ -80,7 +81,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .with_route("/v1/openapi.json", &[Method::GET])
         .with_route("/v1/docs", &[Method::GET])
         .with_route(probes::PATHS[0], &[Method::GET])
-        .with_route(probes::PATHS[1], &[Method::GET]);
+        .with_route(probes::PATHS[1], &[Method::GET])
+        .with_route(telemetry::PATH, &[Method::GET]);
     let document = serde_json::to_string_pretty(&document).unwrap_or_default();
     let docs = openapi::docs_page(&service, &document);
     let v1 = Route::new()
@@ -99,6 +101,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     Route::new()
         .at(probes::PATHS[0], get(probes::livez))
         .at(probes::PATHS[1], get(probes::readyz))
+        .at(telemetry::PATH, get(telemetry::serve_metrics))
         .nest("/v1", v1)
         .around(middleware::body_limit)
         .catch_all_error(|err| async move { middleware::error_response(err) })
@@ -109,6 +112,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .around(middleware::deprecation_headers)
         // Boxed: the layers inside make a large future, best kept off the stack.
         .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
+        .around(middleware::record_metrics)
         .data(Arc::new(routes))
         .data(state)
         .into_endpoint()

@@ -25,6 +25,12 @@ pub const READY_DEADLINE: Duration = Duration::from_secs(1);
 /// The probes' paths.
 pub const PATHS: [&str; 2] = ["/livez", "/readyz"];
 
+/// Whether `path` is an endpoint for operators rather than clients: a probe or `/metrics`.
+/// They need no key, are never rate limited, and are logged at `DEBUG` only.
+pub fn is_for_operators(path: &str) -> bool {
+    PATHS.contains(&path) || path == crate::telemetry::PATH
+}
+
 /// What readiness depends on, and whether the server is draining.
 #[derive(Default)]
 pub struct Readiness {

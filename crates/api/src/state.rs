@@ -7,6 +7,7 @@ use animal_store_domain::{Clock, KeyService, PetService, RateLimiter};
 use ipnet::IpNet;
 
 use crate::probes::Readiness;
+use crate::telemetry::SharedExporter;
 
 /// The services and settings the API runs on. Cheap to clone.
 #[derive(Clone)]
@@ -24,6 +25,8 @@ pub struct AppState {
     pub config: Arc<ApiConfig>,
     /// What `/readyz` checks, and whether the server is draining.
     pub readiness: Arc<Readiness>,
+    /// What `/metrics` serves; `None` turns metrics off (404).
+    pub metrics: Option<SharedExporter>,
 }
 
 /// The production address the document lists unless configured otherwise.

@@ -110,6 +110,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_SHUTDOWN_GRACE", default_value_t = 30)]
     pub shutdown_grace: u64,
 
+    /// Serve Prometheus metrics at `/metrics` (`true`), or answer 404 there and record
+    /// nothing (`false`).
+    #[arg(long, env = "ANIMAL_STORE_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics: bool,
+
     /// How long clients may take, and how many connections they may hold.
     #[command(flatten)]
     pub connections: ConnectionArgs,
@@ -256,6 +261,10 @@ pub enum KeysCommand {
         /// Requests per UTC day (enterprise only, with --per-minute).
         #[arg(long)]
         per_day: Option<u32>,
+        /// Make the key stop working this long after now: `90d`, `12h`... Without it, the
+        /// key works until revoked.
+        #[arg(long, value_parser = parse_duration)]
+        expires_in: Option<Duration>,
     },
     /// List the keys, one per line, id first. Never shows a secret.
     List,
@@ -264,6 +273,28 @@ pub enum KeysCommand {
         /// The key id, as `keys list` shows it.
         id: String,
     },
+    /// Replace a key by id: issue a key with its plan, quotas, name and environment and
+    /// print it, alone, on stdout; the old key keeps working for the grace period, and both
+    /// count against one quota meanwhile.
+    Rotate {
+        /// The key id, as `keys list` shows it.
+        id: String,
+        /// How long the old key keeps working: `24h`, `30m`, `0s` (it stops now)...
+        #[arg(long, default_value = "24h", value_parser = parse_grace)]
+        grace: Duration,
+        /// Make the new key stop working this long after now; without it, it works until
+        /// revoked.
+        #[arg(long, value_parser = parse_duration)]
+        expires_in: Option<Duration>,
+    },
+}
+
+/// A grace period: a duration as [`parse_duration`] reads it, zero allowed.
+fn parse_grace(text: &str) -> Result<Duration, String> {
+    match text.trim() {
+        "0" | "0s" => Ok(Duration::ZERO),
+        _ => parse_duration(text),
+    }
 }
 
 /// Parses the command line, exiting with clap's message and code 2 on a mistake. An option

@@ -1,11 +1,13 @@
-//! `keys create|list|revoke`: key management on the database `serve` uses.
+//! `keys create|list|revoke|rotate`: key management on the database `serve` uses.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use animal_store_domain::{ApiKey, KeyId, KeyName, KeyService, Plan, RevokeKeyError};
+use animal_store_domain::{
+    ApiKey, KeyId, KeyName, KeyService, Plan, RevokeKeyError, RotateKeyError,
+};
 use animal_store_infra::SystemClock;
 use anyhow::{Context, anyhow};
 
@@ -21,55 +23,90 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
         )));
     }
     // Check the arguments before touching the database.
-    let create = match &command {
-        KeysCommand::Create { plan, name, per_minute, per_day } => Some((
-            Plan::new(plan.as_str(), *per_minute, *per_day)
-                .map_err(|e| Failure::Startup(e.into()))?,
-            name.as_deref()
-                .map(KeyName::new)
-                .transpose()
-                .map_err(|e| Failure::Startup(e.into()))?,
-        )),
-        _ => None,
-    };
-    let revoke = match &command {
-        KeysCommand::Revoke { id } => Some(KeyId::new(id).map_err(|e| Failure::Startup(e.into()))?),
-        _ => None,
-    };
+    let action = Action::read(command).map_err(Failure::Startup)?;
     let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
     let keys = KeyService::new(stores.keys(), Arc::new(SystemClock), cli.environment);
-    let result = match (create, revoke) {
-        (Some((plan, name)), _) => {
-            keys.issue(name, plan).await.context("cannot store the key").map(|issued| {
-                println!("{}", issued.secret.expose());
-            })
-        }
-        (_, Some(id)) => match keys.revoke(&id).await {
-            Ok(key) => {
-                eprintln!("revoked {}", key.id);
-                Ok(())
-            }
-            Err(RevokeKeyError::NotFound(id)) => Err(anyhow!("no key has id {id}")),
-            Err(err) => Err(anyhow::Error::new(err).context("cannot revoke the key")),
-        },
-        _ => keys.list().await.context("cannot read the keys").map(|all| {
-            let mut out = std::io::stdout().lock();
-            for key in &all {
-                // A closed pipe (`keys list | head -1`) just ends the listing.
-                if writeln!(out, "{}", describe(key)).is_err() {
-                    break;
-                }
-            }
-        }),
-    };
+    let result = action.run(&keys).await;
     stores.close().await;
     result.map_err(Failure::Runtime)
 }
 
-/// One line of `keys list`: id, plan, quotas, state, environment, times, name.
-fn describe(key: &ApiKey) -> String {
+/// A key command, its arguments checked.
+enum Action {
+    Create { plan: Plan, name: Option<KeyName>, expires_in: Option<Duration> },
+    List,
+    Revoke(KeyId),
+    Rotate { id: KeyId, grace: Duration, expires_in: Option<Duration> },
+}
+
+impl Action {
+    fn read(command: KeysCommand) -> anyhow::Result<Self> {
+        Ok(match command {
+            KeysCommand::Create { plan, name, per_minute, per_day, expires_in } => Self::Create {
+                plan: Plan::new(plan.as_str(), per_minute, per_day)?,
+                name: name.as_deref().map(KeyName::new).transpose()?,
+                expires_in,
+            },
+            KeysCommand::List => Self::List,
+            KeysCommand::Revoke { id } => Self::Revoke(KeyId::new(&id)?),
+            KeysCommand::Rotate { id, grace, expires_in } => {
+                Self::Rotate { id: KeyId::new(&id)?, grace, expires_in }
+            }
+        })
+    }
+
+    async fn run(self, keys: &KeyService) -> anyhow::Result<()> {
+        match self {
+            Self::Create { plan, name, expires_in } => {
+                let issued = keys
+                    .issue_expiring(name, plan, expires_in)
+                    .await
+                    .context("cannot store the key")?;
+                println!("{}", issued.secret.expose());
+            }
+            Self::List => {
+                let all = keys.list().await.context("cannot read the keys")?;
+                let mut out = std::io::stdout().lock();
+                for key in &all {
+                    // A closed pipe (`keys list | head -1`) just ends the listing.
+                    if writeln!(out, "{}", describe(key, SystemTime::now())).is_err() {
+                        break;
+                    }
+                }
+            }
+            Self::Revoke(id) => match keys.revoke(&id).await {
+                Ok(key) => eprintln!("revoked {}", key.id),
+                Err(RevokeKeyError::NotFound(id)) => anyhow::bail!("no key has id {id}"),
+                Err(err) => return Err(anyhow::Error::new(err).context("cannot revoke the key")),
+            },
+            Self::Rotate { id, grace, expires_in } => {
+                let rotated = match keys.rotate(&id, grace, expires_in).await {
+                    Ok(rotated) => rotated,
+                    Err(RotateKeyError::Repository(err)) => {
+                        return Err(anyhow::Error::new(err).context("cannot rotate the key"));
+                    }
+                    Err(refused) => anyhow::bail!("{refused}"),
+                };
+                println!("{}", rotated.new.secret.expose());
+                let until = rotated.old.expires_at.map_or_else(|| "now".to_owned(), rfc3339);
+                eprintln!("rotated {} to {}; {} works until {until}", id, rotated.new.key.id, id);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One line of `keys list`: id, plan, quotas, state at `now`, environment, times, then
+/// revocation, expiry, rotation and name when there are.
+fn describe(key: &ApiKey, now: SystemTime) -> String {
     let quota = key.plan.quota();
-    let state = if key.revoked_at.is_some() { "revoked" } else { "active" };
+    let state = if key.revoked_at.is_some() {
+        "revoked"
+    } else if !key.is_live(now) {
+        "expired"
+    } else {
+        "active"
+    };
     let mut line = format!(
         "{}\t{}\t{}/min\t{}/day\t{state}\t{}\tcreated={}\tlast_used={}",
         key.id,
@@ -82,6 +119,15 @@ fn describe(key: &ApiKey) -> String {
     );
     if let Some(revoked) = key.revoked_at {
         let _ = write!(line, "\trevoked={}", rfc3339(revoked));
+    }
+    if let Some(expires) = key.expires_at {
+        let _ = write!(line, "\texpires={}", rfc3339(expires));
+    }
+    if let Some(successor) = &key.rotated_to {
+        let _ = write!(line, "\trotated_to={successor}");
+    }
+    if key.lineage != key.id {
+        let _ = write!(line, "\tline={}", key.lineage);
     }
     if let Some(name) = &key.name {
         let _ = write!(line, "\tname={}", name.as_str());

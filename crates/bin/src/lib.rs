@@ -12,6 +12,7 @@
 mod cli;
 mod config;
 mod database_url;
+mod exporter;
 mod fixtures;
 mod keys;
 mod serve;

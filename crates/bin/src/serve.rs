@@ -12,6 +12,7 @@ use anyhow::Context;
 
 use crate::Failure;
 use crate::cli::{Cli, ConnectionArgs, DocumentArgs, ServeArgs};
+use crate::exporter::PrometheusExporter;
 use crate::fixtures::Fixtures;
 use crate::stores::Stores;
 use crate::wiring::Wiring;
@@ -60,6 +61,11 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
         .health_checks()
         .into_iter()
         .fold(Wiring::new(stores.pets(), stores.keys()), Wiring::health_check);
+    let wiring = if args.metrics {
+        wiring.metrics(PrometheusExporter::install(stores.pool_metrics())?)
+    } else {
+        wiring
+    };
     Ok(wiring
         .clock(clock(args))
         .policy(limit_policy(args)?)

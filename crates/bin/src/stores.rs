@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use animal_store_domain::{ApiKeyStore, HealthCheck, PetRepository};
 use animal_store_infra::faults::{Faults, FaultyPetRepository, Injector};
-use animal_store_infra::{Database, DatabaseOptions, MemoryApiKeyStore, MemoryPetRepository};
+use animal_store_infra::{
+    Database, DatabaseOptions, MemoryApiKeyStore, MemoryPetRepository, PoolMetrics,
+};
 use anyhow::Context;
 
 use crate::cli::Cli;
@@ -72,6 +74,14 @@ impl Stores {
         match self {
             Self::Memory { .. } => Vec::new(),
             Self::Sql(db) => vec![Arc::new(db.health())],
+        }
+    }
+
+    /// What reports the database's connection pool to the metrics, if there is one.
+    pub fn pool_metrics(&self) -> Option<PoolMetrics> {
+        match self {
+            Self::Memory { .. } => None,
+            Self::Sql(db) => Some(db.pool_metrics()),
         }
     }
 

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use animal_store_api::probes::Readiness;
+use animal_store_api::telemetry::SharedExporter;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{
     ApiKeyStore, Clock, Environment, HealthCheck, KeyService, PetRepository, PetService,
@@ -21,8 +22,8 @@ use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, 
 pub use crate::cli::RateLimiterKind;
 
 /// The parts of the service, with the production defaults: the system clock, the default
-/// policy, production keys, the default document addresses, no trusted proxy, and the
-/// compact in-process rate limiter.
+/// policy, production keys, the default document addresses, no trusted proxy, the compact
+/// in-process rate limiter; and no metrics, which `serve` adds.
 pub struct Wiring {
     pets: Arc<dyn PetRepository>,
     keys: Arc<dyn ApiKeyStore>,
@@ -32,6 +33,7 @@ pub struct Wiring {
     config: ApiConfig,
     limiter: Limiter,
     health_checks: Vec<Arc<dyn HealthCheck>>,
+    metrics: Option<SharedExporter>,
 }
 
 /// Which rate limiter the service counts with.
@@ -60,7 +62,15 @@ impl Wiring {
                 capacity: Self::DEFAULT_LIMITER_CAPACITY,
             },
             health_checks: Vec::new(),
+            metrics: None,
         }
+    }
+
+    /// What `/metrics` serves; without one, `/metrics` answers 404.
+    #[must_use]
+    pub fn metrics(mut self, exporter: SharedExporter) -> Self {
+        self.metrics = Some(exporter);
+        self
     }
 
     /// A dependency `/readyz` checks (the database).
@@ -116,7 +126,17 @@ impl Wiring {
     /// The services the HTTP API runs on. The key store is wrapped in the key cache, as in
     /// production.
     pub fn state(self) -> AppState {
-        let Self { pets, keys, clock, policy, environment, config, limiter, health_checks } = self;
+        let Self {
+            pets,
+            keys,
+            clock,
+            policy,
+            environment,
+            config,
+            limiter,
+            health_checks,
+            metrics,
+        } = self;
         let limiter: Arc<dyn RateLimiter> = match limiter {
             Limiter::Kind { kind: RateLimiterKind::Memory, capacity } => {
                 Arc::new(MemoryRateLimiter::new(policy, capacity, clock.clone()))
@@ -134,6 +154,7 @@ impl Wiring {
             clock,
             config: Arc::new(config),
             readiness: Arc::new(Readiness::new(health_checks)),
+            metrics,
         }
     }
 }

@@ -264,12 +264,53 @@ pub struct ApiKey {
     pub last_used_at: Option<SystemTime>,
     /// When it was revoked; a revoked key authenticates nothing.
     pub revoked_at: Option<SystemTime>,
+    /// When it stops authenticating: issued to expire, or rotated out at the end of its
+    /// grace period.
+    pub expires_at: Option<SystemTime>,
+    /// The key issued to replace it, when it was rotated.
+    pub rotated_to: Option<KeyId>,
+    /// The first key of its line of rotations: its own id unless it was issued by rotating
+    /// another. Quotas are counted per line, so a key and its successor share one.
+    pub lineage: KeyId,
+}
+
+impl ApiKey {
+    /// Whether it authenticates requests at `now`: neither revoked nor expired.
+    pub fn is_live(&self, now: SystemTime) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| now < at)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_key_is_live_until_revoked_or_expired() {
+        let t0 = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let (id, secret) = ApiKeySecret::generate(Environment::Production);
+        let key = ApiKey {
+            lineage: id.clone(),
+            id,
+            name: None,
+            plan: Plan::Free,
+            environment: Environment::Production,
+            digest: secret.digest(),
+            created_at: t0,
+            last_used_at: None,
+            revoked_at: None,
+            expires_at: None,
+            rotated_to: None,
+        };
+        assert!(key.is_live(t0));
+        let expiring =
+            ApiKey { expires_at: Some(t0 + std::time::Duration::from_secs(60)), ..key.clone() };
+        assert!(expiring.is_live(t0 + std::time::Duration::from_secs(59)));
+        assert!(!expiring.is_live(t0 + std::time::Duration::from_secs(60)), "not at its expiry");
+        let revoked = ApiKey { revoked_at: Some(t0), ..key };
+        assert!(!revoked.is_live(t0));
+    }
 
     #[test]
     fn generated_keys_parse_back_with_their_id_and_digest() {

@@ -10,12 +10,14 @@
 //! - [`limit`]: rate-limit windows and the decision to admit a request, as pure functions,
 //!   and the [`RateLimiter`] port.
 //! - [`ports`]: the traits adapters implement (storage, clock).
-//! - [`service`]: the use cases the HTTP layer and the command line call.
+//! - [`service`]: the pet use cases the HTTP layer calls; [`keys`]: the key use cases of
+//!   the HTTP layer and the command line.
 //!
 //! This crate performs no I/O and names no web, database or cache crate: adapters live in
 //! `animal-store-infra`, HTTP in `animal-store-api`.
 
 pub mod api_key;
+pub mod keys;
 pub mod pet;
 pub mod plan;
 pub mod ports;
@@ -26,15 +28,16 @@ pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
     KeyNameError,
 };
+pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
 pub use pet::{
     CategoryId, CategoryIdError, NewPet, PageSize, PageSizeError, Pet, PetId, PetName,
     PetNameError, PetStatus, PetStatusError,
 };
 pub use plan::{Plan, PlanError, Quota};
-pub use ports::{ApiKeyStore, BoxError, Clock, HealthCheck, PetRepository, RepositoryError};
+pub use ports::{
+    ApiKeyStore, BoxError, Clock, HealthCheck, PetRepository, RepositoryError, Rotation,
+};
 pub use rate_limit::{
     Decision, RateLimitPolicy, RateLimitState, RateLimiter, Subject, Verdict, WindowUsage,
 };
-pub use service::{
-    GetPetError, IssuedKey, KeyService, PetPage, PetQuery, PetService, RevokeKeyError,
-};
+pub use service::{GetPetError, PetPage, PetQuery, PetService};

@@ -96,12 +96,39 @@ pub trait ApiKeyStore: Send + Sync + 'static {
     /// [`RepositoryError`] when the store fails.
     async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError>;
 
+    /// Stores `successor` and marks the key `old` as rotated to it, expiring at `until` (or
+    /// at its own expiry, if sooner), in one step: only if `old` exists and is live at `now`
+    /// (neither revoked, expired nor rotated already), else nothing is stored.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError::Duplicate`] when a key with the successor's id or digest exists;
+    /// other [`RepositoryError`]s when the store fails.
+    async fn rotate(
+        &self,
+        successor: &ApiKey,
+        old: &KeyId,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> Result<Rotation, RepositoryError>;
+
     /// Records that the key authenticated a request at `at`.
     ///
     /// # Errors
     ///
     /// [`RepositoryError`] when the store fails.
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError>;
+}
+
+/// What [`ApiKeyStore::rotate`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rotation {
+    /// The old key, now rotated; the successor is stored.
+    Rotated(ApiKey),
+    /// No key has the old id.
+    NotFound,
+    /// The old key as it is, revoked, expired or rotated already; nothing was stored.
+    Refused(ApiKey),
 }
 
 /// A dependency the service cannot serve without (the database; later the shared

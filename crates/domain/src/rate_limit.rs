@@ -251,6 +251,12 @@ pub trait RateLimiter: Send + Sync + 'static {
 
     /// The policy this limiter applies: suspensions, and the quota of a client address.
     fn policy(&self) -> RateLimitPolicy;
+
+    /// How many subjects' counters this limiter keeps, when it can tell cheaply (for the
+    /// metrics); `None` otherwise.
+    fn subjects(&self) -> Option<u64> {
+        None
+    }
 }
 
 #[cfg(test)]

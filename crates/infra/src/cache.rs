@@ -13,7 +13,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use animal_store_domain::{ApiKey, ApiKeyStore, Clock, KeyDigest, KeyId, RepositoryError};
+use animal_store_domain::{
+    ApiKey, ApiKeyStore, Clock, KeyDigest, KeyId, RepositoryError, Rotation,
+};
 use async_trait::async_trait;
 use moka::future::Cache;
 
@@ -93,6 +95,19 @@ impl ApiKeyStore for CachedApiKeyStore {
         let revoked = self.inner.revoke(id, at).await?;
         self.forget(id).await;
         Ok(revoked)
+    }
+
+    async fn rotate(
+        &self,
+        successor: &ApiKey,
+        old: &KeyId,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> Result<Rotation, RepositoryError> {
+        let rotation = self.inner.rotate(successor, old, now, until).await?;
+        self.forget(old).await;
+        self.by_digest.invalidate(successor.digest.as_bytes()).await;
+        Ok(rotation)
     }
 
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use animal_store_domain::{
     ApiKey, ApiKeyStore, Decision, KeyDigest, KeyId, NewPet, Pet, PetId, PetRepository, PetStatus,
-    Quota, RateLimitPolicy, RateLimiter, RepositoryError, Subject,
+    Quota, RateLimitPolicy, RateLimiter, RepositoryError, Rotation, Subject,
 };
 use async_trait::async_trait;
 use thiserror::Error;
@@ -163,6 +163,17 @@ impl ApiKeyStore for FaultyApiKeyStore {
         self.inner.revoke(id, at).await
     }
 
+    async fn rotate(
+        &self,
+        successor: &ApiKey,
+        old: &KeyId,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> Result<Rotation, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.rotate(successor, old, now, until).await
+    }
+
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
         self.injector.call().await?;
         self.inner.touch(id, at).await
@@ -198,5 +209,9 @@ impl RateLimiter for SlowRateLimiter {
 
     fn policy(&self) -> RateLimitPolicy {
         self.inner.policy()
+    }
+
+    fn subjects(&self) -> Option<u64> {
+        self.inner.subjects()
     }
 }

@@ -36,8 +36,8 @@ pub use clock::SystemClock;
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use sql::{
-    BackupError, Database, DatabaseError, DatabaseHealth, DatabaseOptions, SeaOrmApiKeyStore,
-    SeaOrmPetRepository,
+    BATCH_SIZE_METRIC, BackupError, Database, DatabaseError, DatabaseHealth, DatabaseOptions,
+    POOL_METRIC, PoolMetrics, SeaOrmApiKeyStore, SeaOrmPetRepository,
 };
 #[cfg(feature = "testing")]
 pub use testing::{FileClock, ManualClock};

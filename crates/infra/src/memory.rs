@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use animal_store_domain::{
     ApiKey, ApiKeyStore, KeyDigest, KeyId, NewPet, Pet, PetId, PetRepository, PetStatus,
-    RepositoryError,
+    RepositoryError, Rotation,
 };
 use async_trait::async_trait;
 
@@ -101,6 +101,30 @@ impl ApiKeyStore for MemoryApiKeyStore {
             key.revoked_at.get_or_insert(at);
             key.clone()
         }))
+    }
+
+    async fn rotate(
+        &self,
+        successor: &ApiKey,
+        old: &KeyId,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> Result<Rotation, RepositoryError> {
+        let mut keys = self.keys.write().unwrap_or_else(PoisonError::into_inner);
+        if keys.iter().any(|k| k.id == successor.id || k.digest == successor.digest) {
+            return Err(RepositoryError::Duplicate);
+        }
+        let Some(key) = keys.iter_mut().find(|k| k.id == *old) else {
+            return Ok(Rotation::NotFound);
+        };
+        if key.rotated_to.is_some() || !key.is_live(now) {
+            return Ok(Rotation::Refused(key.clone()));
+        }
+        key.rotated_to = Some(successor.id.clone());
+        key.expires_at = Some(key.expires_at.map_or(until, |at| at.min(until)));
+        let rotated = key.clone();
+        keys.push(successor.clone());
+        Ok(Rotation::Rotated(rotated))
     }
 
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {

@@ -144,6 +144,10 @@ impl RateLimiter for MokaRateLimiter {
     fn policy(&self) -> RateLimitPolicy {
         self.policy
     }
+
+    fn subjects(&self) -> Option<u64> {
+        Some(self.len())
+    }
 }
 
 /// Counters in sharded hash maps: the compact adapter, and the server's default.
@@ -248,5 +252,9 @@ impl RateLimiter for MemoryRateLimiter {
 
     fn policy(&self) -> RateLimitPolicy {
         self.policy
+    }
+
+    fn subjects(&self) -> Option<u64> {
+        Some(self.len() as u64)
     }
 }

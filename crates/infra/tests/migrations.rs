@@ -1,7 +1,7 @@
 //! Upgrade tests: each migration after the first, run on a database that an older version
 //! of the service filled, on SQLite and PostgreSQL.
 
-use animal_store_domain::{ApiKey, ApiKeyStore};
+use animal_store_domain::{ApiKey, ApiKeyStore, Rotation};
 use animal_store_domain::{ApiKeySecret, Environment, PetRepository, Plan};
 use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upgraded};
@@ -10,7 +10,10 @@ use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upg
 /// an upgrade test below and its name here.
 #[test]
 fn every_migration_after_the_first_has_an_upgrade_test() {
-    assert_eq!(Database::migration_names(), ["m0001_create_pets", "m0002_create_api_keys"]);
+    assert_eq!(
+        Database::migration_names(),
+        ["m0001_create_pets", "m0002_create_api_keys", "m20261123_000003_key_lifecycle"]
+    );
 }
 
 /// `m0002_create_api_keys` on a database that holds pets: the pets stay, keys can be stored.
@@ -22,7 +25,10 @@ async fn api_keys_join_a_database_with_pets(url: &str) {
     assert_eq!((pets[0].name.as_str(), pets[0].category_id.get()), ("Old Rex", 2));
     let (id, secret) = ApiKeySecret::generate(Environment::Production);
     let key = ApiKey {
+        lineage: id.clone(),
         id,
+        expires_at: None,
+        rotated_to: None,
         name: None,
         plan: Plan::Free,
         environment: Environment::Production,
@@ -44,5 +50,62 @@ async fn api_keys_join_a_database_with_pets_on_sqlite() {
 async fn api_keys_join_a_database_with_pets_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         api_keys_join_a_database_with_pets(&url).await;
+    }
+}
+
+/// `m20261123_000003_key_lifecycle` on a database with keys: they keep working, without
+/// expiry, each its own line, and can then be rotated.
+async fn keys_gain_a_lifecycle(url: &str) {
+    // A 32-byte digest, written as each database writes bytes.
+    let digest = if url.starts_with("sqlite:") {
+        format!("X'{}'", "01".repeat(32))
+    } else {
+        format!("decode('{}', 'hex')", "01".repeat(32))
+    };
+    let seed = format!(
+        "INSERT INTO api_keys (id, digest, name, plan, per_minute, per_day, environment, created_at, last_used_at, revoked_at) \
+         VALUES ('oldkey000001', {digest}, 'old', 'pro', NULL, NULL, 'production', 1700000000000, NULL, NULL)"
+    );
+    let db = upgraded(url, 2, &[seed.as_str()]).await;
+    let keys = db.keys().list().await.expect("list");
+    assert_eq!(keys.len(), 1);
+    let old = &keys[0];
+    assert_eq!(old.id.as_str(), "oldkey000001");
+    assert_eq!((old.expires_at, old.rotated_to.as_ref()), (None, None), "no expiry, not rotated");
+    assert_eq!(old.lineage, old.id, "its own line");
+    let (id, secret) = ApiKeySecret::generate(Environment::Production);
+    let successor = ApiKey {
+        lineage: old.id.clone(),
+        id,
+        name: old.name.clone(),
+        plan: old.plan,
+        environment: old.environment,
+        digest: secret.digest(),
+        created_at: std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::from_secs(1_800_000_000),
+        last_used_at: None,
+        revoked_at: None,
+        expires_at: None,
+        rotated_to: None,
+    };
+    let now = successor.created_at;
+    let rotated = db
+        .keys()
+        .rotate(&successor, &old.id, now, now + std::time::Duration::from_secs(60))
+        .await
+        .expect("rotate");
+    assert!(matches!(rotated, Rotation::Rotated(_)), "an old key rotates: {rotated:?}");
+    db.close().await;
+}
+
+#[tokio::test]
+async fn keys_gain_a_lifecycle_on_sqlite() {
+    keys_gain_a_lifecycle(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn keys_gain_a_lifecycle_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        keys_gain_a_lifecycle(&url).await;
     }
 }

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::Subject;
+use animal_store_domain::{Subject, Verdict};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
 use crate::error::ApiError;
+use crate::telemetry::{self, Outcome};
 use crate::{auth, rate_limit};
 
 /// Layer 6: finds the caller's key, counts the request against it (or against the client
@@ -18,8 +19,8 @@ use crate::{auth, rate_limit};
 /// carries a key, before the key is even looked up: someone guessing keys learns nothing
 /// more, not even when a guess is right, until the address's window resets.
 pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
-    // The probes are outside the API: never counted, never refused.
-    if crate::probes::PATHS.contains(&req.uri().path()) {
+    // The probes and the metrics are outside the API: never counted, never refused.
+    if crate::probes::is_for_operators(req.uri().path()) {
         return Ok(respond(ep.as_ref(), req).await);
     }
     let Some(state) = state(&req) else {
@@ -31,6 +32,7 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     if auth::bearer_token(req.headers()).is_some() {
         let guessing = state.limiter.peek(&address, state.limiter.policy().per_address).await;
         if let Some(refusal) = rate_limit::refusal(&address, &guessing) {
+            telemetry::decided(Outcome::AddressLimited);
             let mut response = refusal.into_response();
             rate_limit::set_headers(response.headers_mut(), &guessing);
             return Ok(response);
@@ -38,10 +40,17 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     }
     let key = auth::resolve_key(&state.keys, &mut req).await;
     let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
-        Some(key) => (Subject::Key(key.id.clone()), key.plan.quota()),
+        // A key and the key that replaced it share one quota: they are one line.
+        Some(key) => (Subject::Key(key.lineage.clone()), key.plan.quota()),
         None => (address, state.limiter.policy().per_address),
     };
     let decision = state.limiter.check(&subject, quota).await;
+    telemetry::decided(match (&subject, decision.verdict) {
+        (_, Verdict::Admitted) => Outcome::Admitted,
+        (Subject::Address(_), _) => Outcome::AddressLimited,
+        (Subject::Key(_), Verdict::Limited { .. }) => Outcome::Limited,
+        (Subject::Key(_), Verdict::Suspended { .. }) => Outcome::Suspended,
+    });
     let mut response = match (key, rate_limit::refusal(&subject, &decision)) {
         (Err(err), _) => err.into_response(),
         (Ok(_), Some(refusal)) => refusal.into_response(),

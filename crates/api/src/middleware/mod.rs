@@ -12,16 +12,18 @@
 //! 7. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
 //!    those of the layers inside included.
 //! 8. [`trace_request`]: a request id and one span and log line per request.
+//! 9. [`record_metrics`]: the request's duration by method, route and status, and the
+//!    requests in flight.
 //!
-//! 9. `data`: puts the route table and the services (`AppState`) on every request, for the
-//!    layers and the operations inside to read.
+//! 10. `data`: puts the route table and the services (`AppState`) on every request, for the
+//!     layers and the operations inside to read.
 //!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
 //! its headers, so that no response escapes without them. Other orders lose headers or the
 //! Error body: `guard` outside `body_limit` refuses an over-limit request before reading its
 //! body; `deprecation_headers` outside `guard` marks `getPet`'s 401s and 429s too;
 //! `request_timeout` inside `guard` leaves its 503 the rate-limit headers; `trace_request`
-//! outermost sees every response and its status.
+//! and `record_metrics` outermost see every response and its status.
 //!
 //! The layers learn a request's route from a route table read off the OpenAPI document
 //! (`routes.rs`), not from a list of their own, so that the routes and the document cannot
@@ -34,6 +36,7 @@ mod allow;
 mod body_limit;
 mod deprecation;
 mod guard;
+mod measure;
 mod panic;
 mod timeout;
 mod trace;
@@ -46,6 +49,7 @@ pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
 pub use deprecation::deprecation_headers;
 pub use guard::guard;
+pub use measure::record_metrics;
 pub use panic::panic_response;
 pub use timeout::request_timeout;
 pub use trace::trace_request;

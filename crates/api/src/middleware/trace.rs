@@ -27,7 +27,7 @@ fn client_request_id(req: &Request) -> Option<String> {
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let request_id =
         client_request_id(&req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()));
-    let probe = crate::probes::PATHS.contains(&req.uri().path());
+    let probe = crate::probes::is_for_operators(req.uri().path());
     let routes = routes(&req);
     let route = routes
         .as_ref()

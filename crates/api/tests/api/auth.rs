@@ -1,6 +1,7 @@
 //! Authentication: one 401 for every kind of bad key, revocation, last use, an unreachable key store.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use animal_store_api::{ApiConfig, AppState, app};
 use animal_store_domain::{
@@ -70,6 +71,45 @@ async fn a_revoked_key_stops_working_and_last_use_is_recorded() {
     h.get("/v1/pets").await.assert_error(401, "unauthorized");
 }
 
+/// `GET /v1/pets` with `key`.
+async fn get_with(h: &Harness, key: &str) -> Reply {
+    h.send(Method::GET, "/v1/pets", Some(&format!("Bearer {key}")), None).await
+}
+
+#[tokio::test]
+async fn an_expired_key_gets_the_401_of_any_invalid_key() {
+    let h = Harness::new().await;
+    let issued = h
+        .keys
+        .issue_expiring(None, Plan::Free, Some(Duration::from_secs(60)))
+        .await
+        .expect("issue");
+    let key = issued.secret.expose().to_owned();
+    assert_eq!(get_with(&h, &key).await.status, StatusCode::OK);
+    h.clock.advance(Duration::from_secs(59));
+    assert_eq!(get_with(&h, &key).await.status, StatusCode::OK, "until its expiry");
+    h.clock.advance(Duration::from_secs(1));
+    let expired = get_with(&h, &key).await;
+    let unknown = get_with(&h, "as_live_aaaaaaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").await;
+    expired.assert_error(401, "unauthorized");
+    assert_eq!(expired.body, unknown.body, "the same 401 as any invalid key");
+}
+
+#[tokio::test]
+async fn a_rotated_key_works_through_its_grace_then_only_its_successor_does() {
+    let h = Harness::new().await;
+    let old = h.keys.list().await.expect("list").remove(0);
+    let rotated = h.keys.rotate(&old.id, Duration::from_secs(3_600), None).await.expect("rotate");
+    let new = rotated.new.secret.expose().to_owned();
+    assert_eq!(rotated.new.key.plan, old.plan, "the same plan");
+    assert_eq!(rotated.new.key.lineage, old.id, "one line, one quota");
+    assert_eq!(h.get("/v1/pets").await.status, StatusCode::OK, "the old key, in its grace");
+    assert_eq!(get_with(&h, &new).await.status, StatusCode::OK);
+    h.clock.advance(Duration::from_secs(3_600));
+    h.get("/v1/pets").await.assert_error(401, "unauthorized");
+    assert_eq!(get_with(&h, &new).await.status, StatusCode::OK);
+}
+
 /// A store whose key lookups fail: authentication is then a 503, not a 401 or a 500.
 struct UnreachableKeys;
 
@@ -93,6 +133,15 @@ impl ApiKeyStore for UnreachableKeys {
         _: std::time::SystemTime,
     ) -> Result<Option<animal_store_domain::ApiKey>, RepositoryError> {
         Ok(None)
+    }
+    async fn rotate(
+        &self,
+        _: &animal_store_domain::ApiKey,
+        _: &animal_store_domain::KeyId,
+        _: std::time::SystemTime,
+        _: std::time::SystemTime,
+    ) -> Result<animal_store_domain::Rotation, RepositoryError> {
+        Err(RepositoryError::Unavailable(Box::new(DiskOnFire)))
     }
     async fn touch(
         &self,
@@ -119,6 +168,7 @@ async fn an_unreachable_key_store_is_503() {
         clock,
         config: Arc::new(ApiConfig::default()),
         readiness: Arc::default(),
+        metrics: None,
     };
     let resp = app(state)
         .call(

@@ -78,6 +78,7 @@ impl Harness {
             )),
             config: Arc::new(ApiConfig::default()),
             readiness,
+            metrics: None,
         };
         Self { client: TestClient::new(app(state)), pets, keys, clock, key }
     }

@@ -7,6 +7,7 @@
 //! [`faults`] checks what stores over a real database promise when that database fails.
 
 pub mod faults;
+mod rotation;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
@@ -129,8 +130,15 @@ fn key(plan: Plan, name: Option<&str>, created_secs: u64) -> (ApiKey, ApiKeySecr
         created_at: SystemTime::UNIX_EPOCH + Duration::from_millis(created_secs * 1000 + 123),
         last_used_at: None,
         revoked_at: None,
+        expires_at: None,
+        rotated_to: None,
+        lineage: id_placeholder(),
     };
-    (key, secret)
+    (ApiKey { lineage: key.id.clone(), ..key }, secret)
+}
+
+fn id_placeholder() -> KeyId {
+    KeyId::new("000000000000").expect("a valid id")
 }
 
 /// Checks an [`ApiKeyStore`] that starts empty.
@@ -208,6 +216,8 @@ pub async fn api_key_store(store: &dyn ApiKeyStore) {
         store.revoke(&unknown, first).await.expect("revoke").is_none(),
         "revoking an unknown id finds nothing"
     );
+
+    rotation::rotations(store).await;
 }
 
 /// 2026-11-22T00:00:00Z, a UTC midnight: where the limiter suite starts its clock.

@@ -57,6 +57,12 @@ pub mod api_key {
         pub last_used_at: Option<i64>,
         /// When it was revoked.
         pub revoked_at: Option<i64>,
+        /// When it stops working: issued to expire, or rotated out.
+        pub expires_at: Option<i64>,
+        /// The id of the key that replaced it, when rotated.
+        pub rotated_to: Option<String>,
+        /// The first key of its line of rotations; `NULL` for a key that is its own.
+        pub lineage: Option<String>,
     }
 
     /// Keys relate to nothing.

@@ -45,23 +45,22 @@ impl FailureKind {
 }
 
 /// Whether a failure says the database cannot be reached at all: no connection could be
-/// had or kept, or the server is shutting down. Such a failure will be every request's
-/// until the database is back (see `reachability.rs`).
+/// opened or had from the pool in time, or the server refuses new connections. Such a
+/// failure will be every request's until the database is back (see `reachability.rs`). A
+/// connection lost mid-query (an I/O error, a terminated backend) is not one: the next
+/// connection may well work, and a failover or a killed connection must not stop requests.
 pub(super) fn is_unreachable(err: &DbErr) -> bool {
     use sea_orm::sqlx::Error;
     match err {
-        DbErr::ConnectionAcquire(_) => true,
-        DbErr::Conn(RuntimeErr::SqlxError(e))
-        | DbErr::Exec(RuntimeErr::SqlxError(e))
-        | DbErr::Query(RuntimeErr::SqlxError(e)) => match e.as_ref() {
-            Error::Io(_) | Error::Tls(_) | Error::PoolTimedOut | Error::WorkerCrashed => true,
-            // PostgreSQL: connection exceptions (08), and a server shutting down or not yet
-            // accepting connections (57P01 to 57P03).
-            Error::Database(db) => db.code().is_some_and(|code| {
-                code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
-            }),
-            _ => false,
-        },
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => {
+            match e.as_ref() {
+                Error::PoolTimedOut => true,
+                // PostgreSQL: the server is starting up or shutting down (57P03).
+                Error::Database(db) => db.code().is_some_and(|code| code == "57P03"),
+                _ => false,
+            }
+        }
         _ => false,
     }
 }

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, Environment, KeyDigest, KeyId, KeyName, Plan, RepositoryError,
+    ApiKey, ApiKeyStore, Environment, KeyDigest, KeyId, KeyName, Plan, RepositoryError, Rotation,
 };
 use async_trait::async_trait;
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Set};
 
 use super::corrupt;
@@ -45,7 +45,19 @@ fn instant(millis: i64) -> SystemTime {
 // `ApiKey` or the row does not compile until it is mapped here.
 
 fn to_row(key: &ApiKey) -> api_key::ActiveModel {
-    let ApiKey { id, name, plan, environment, digest, created_at, last_used_at, revoked_at } = key;
+    let ApiKey {
+        id,
+        name,
+        plan,
+        environment,
+        digest,
+        created_at,
+        last_used_at,
+        revoked_at,
+        expires_at,
+        rotated_to,
+        lineage,
+    } = key;
     let custom = match plan {
         Plan::Enterprise(quota) => Some(*quota),
         _ => None,
@@ -61,6 +73,9 @@ fn to_row(key: &ApiKey) -> api_key::ActiveModel {
         created_at: Set(millis(*created_at)),
         last_used_at: Set(last_used_at.map(millis)),
         revoked_at: Set(revoked_at.map(millis)),
+        expires_at: Set(expires_at.map(millis)),
+        rotated_to: Set(rotated_to.as_ref().map(|to| to.as_str().to_owned())),
+        lineage: Set((lineage != id).then(|| lineage.as_str().to_owned())),
     }
 }
 
@@ -76,12 +91,16 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
         created_at,
         last_used_at,
         revoked_at,
+        expires_at,
+        rotated_to,
+        lineage,
     } = row;
+    let key_id = |id: &str| KeyId::new(id).map_err(|e| corrupt("api_keys", e));
     let limit = |n: &Option<i64>| {
         n.map(|n| u32::try_from(n).map_err(|e| corrupt("api_keys", e))).transpose()
     };
     Ok(ApiKey {
-        id: KeyId::new(id).map_err(|e| corrupt("api_keys", e))?,
+        id: key_id(id)?,
         name: name.as_deref().map(KeyName::new).transpose().map_err(|e| corrupt("api_keys", e))?,
         plan: Plan::new(plan, limit(per_minute)?, limit(per_day)?)
             .map_err(|e| corrupt("api_keys", e))?,
@@ -91,6 +110,9 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
         created_at: instant(*created_at),
         last_used_at: last_used_at.map(instant),
         revoked_at: revoked_at.map(instant),
+        expires_at: expires_at.map(instant),
+        rotated_to: rotated_to.as_deref().map(key_id).transpose()?,
+        lineage: key_id(lineage.as_deref().unwrap_or(id))?,
     })
 }
 
@@ -142,6 +164,48 @@ impl ApiKeyStore for SeaOrmApiKeyStore {
             })
             .await?;
         row.map(|row| to_key(&row)).transpose()
+    }
+
+    async fn rotate(
+        &self,
+        successor: &ApiKey,
+        old: &KeyId,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> Result<Rotation, RepositoryError> {
+        let (now, until) = (millis(now), millis(until));
+        // Only a live key that was not rotated yet is rotated, checked and changed in one
+        // statement: two rotations at once cannot both succeed.
+        // The sooner of its own expiry and the end of the grace.
+        let expires_at = CaseStatement::new()
+            .case(api_key::Column::ExpiresAt.lt(until), Expr::col(api_key::Column::ExpiresAt))
+            .finally(until);
+        let rotate = api_key::Entity::update_many()
+            .col_expr(api_key::Column::RotatedTo, Expr::value(successor.id.as_str()))
+            .col_expr(api_key::Column::ExpiresAt, expires_at.into())
+            .filter(api_key::Column::Id.eq(old.as_str()))
+            .filter(api_key::Column::RevokedAt.is_null())
+            .filter(api_key::Column::RotatedTo.is_null())
+            .filter(api_key::Column::ExpiresAt.is_null().or(api_key::Column::ExpiresAt.gt(now)));
+        let insert = api_key::Entity::insert(to_row(successor));
+        let find = api_key::Entity::find_by_id(old.as_str());
+        let (rotated, row) = self
+            .writer
+            .write(move |txn| {
+                Box::pin(async move {
+                    let rotated = rotate.exec(txn).await?.rows_affected == 1;
+                    if rotated {
+                        insert.exec_without_returning(txn).await?;
+                    }
+                    Ok((rotated, find.one(txn).await?))
+                })
+            })
+            .await?;
+        Ok(match row.map(|row| to_key(&row)).transpose()? {
+            None => Rotation::NotFound,
+            Some(key) if rotated => Rotation::Rotated(key),
+            Some(key) => Rotation::Refused(key),
+        })
     }
 
     async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {

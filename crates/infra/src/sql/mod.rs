@@ -203,6 +203,11 @@ impl Database {
         DatabaseHealth { reads: Arc::clone(&self.reads), readers: self.readers.clone() }
     }
 
+    /// What reports the readers' pool to the metrics.
+    pub fn pool_metrics(&self) -> PoolMetrics {
+        PoolMetrics { backend: self.connector.backend, readers: self.readers.clone() }
+    }
+
     /// The API key store over this database.
     pub fn keys(&self) -> SeaOrmApiKeyStore {
         SeaOrmApiKeyStore::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
@@ -221,6 +226,36 @@ impl Database {
         if let Err(err) = readers.close().await {
             tracing::warn!(error = %err, "closing the database readers failed");
         }
+    }
+}
+
+/// The histogram of how many writes each transaction of the writer commits together.
+pub const BATCH_SIZE_METRIC: &str = "animal_store_pet_write_batch_size";
+/// The gauge of the readers' pool connections, by `state`: `active` or `idle`.
+pub const POOL_METRIC: &str = "animal_store_db_pool_connections";
+
+/// Reports the readers' pool to the metrics, when scraped.
+pub struct PoolMetrics {
+    backend: Backend,
+    readers: DatabaseConnection,
+}
+
+impl PoolMetrics {
+    /// Sets [`POOL_METRIC`] to the pool's connections now.
+    pub fn record(&self) {
+        let (size, idle) = match self.backend {
+            Backend::Sqlite => {
+                let pool = self.readers.get_sqlite_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+            Backend::Postgres => {
+                let pool = self.readers.get_postgres_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+        };
+        let idle = u32::try_from(idle).unwrap_or(u32::MAX).min(size);
+        metrics::gauge!(POOL_METRIC, "state" => "active").set(f64::from(size - idle));
+        metrics::gauge!(POOL_METRIC, "state" => "idle").set(f64::from(idle));
     }
 }
 

@@ -206,6 +206,8 @@ impl Connection {
             }
             return;
         }
+        #[allow(clippy::cast_precision_loss, reason = "a batch holds at most 64")]
+        metrics::histogram!(super::BATCH_SIZE_METRIC).record(batch.len() as f64);
         match self.transaction(batch).await {
             Ok(()) => {
                 self.outage.passed();

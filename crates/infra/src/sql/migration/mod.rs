@@ -7,6 +7,7 @@
 
 mod m20261122_000001_create_pets;
 mod m20261122_000002_create_api_keys;
+mod m20261123_000003_key_lifecycle;
 
 use sea_orm_migration::prelude::*;
 
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_create_pets::Migration),
             Box::new(m20261122_000002_create_api_keys::Migration),
+            Box::new(m20261123_000003_key_lifecycle::Migration),
         ]
     }
 }

@@ -1,0 +1,143 @@
+//! The metrics of the API (`docs/operations.md#metrics`), recorded through the `metrics`
+//! facade: the binary installs a Prometheus recorder and serves it at `GET /metrics`;
+//! without a recorder, recording costs nothing.
+//!
+//! Names follow OpenTelemetry's HTTP semantic conventions. No label ever holds a key, a key
+//! id, a raw path or an address: a route is its template, a method outside the standard
+//! ones is `_OTHER`, and a request that matches no route has no `http_route` label. The
+//! number of series is therefore fixed, whatever clients send.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, histogram};
+use poem::http::{Method, StatusCode};
+use poem::web::Data;
+use poem::{IntoResponse, Response, handler};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+/// Where the metrics are served, outside `/v1`.
+pub const PATH: &str = "/metrics";
+
+/// The histogram of request durations, by method, route and status.
+pub const REQUEST_DURATION: &str = "http_server_request_duration_seconds";
+/// The gauge of requests being handled, by method.
+pub const ACTIVE_REQUESTS: &str = "http_server_active_requests";
+/// The counter of rate-limit decisions, by outcome.
+pub const RATE_LIMIT_DECISIONS: &str = "animal_store_rate_limit_decisions_total";
+/// The gauge of subjects whose rate-limit counters are kept.
+pub const RATE_LIMITER_SUBJECTS: &str = "animal_store_rate_limiter_subjects";
+
+/// The buckets of [`REQUEST_DURATION`], in seconds: OpenTelemetry's advice for HTTP servers.
+pub const DURATION_BUCKETS: [f64; 14] =
+    [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0];
+
+/// What serves `GET /metrics`: the binary's recorder, rendered in the Prometheus text
+/// format.
+pub trait MetricsExporter: Send + Sync {
+    /// The exposition, after bringing the gauges read at scrape time up to date.
+    fn render(&self) -> String;
+}
+
+/// What a rate-limit decision came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The request went through.
+    Admitted,
+    /// A key over its quota.
+    Limited,
+    /// A suspended key.
+    Suspended,
+    /// A client address over its quota for requests without a valid key.
+    AddressLimited,
+}
+
+impl Outcome {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Admitted => "admitted",
+            Self::Limited => "limited",
+            Self::Suspended => "suspended",
+            Self::AddressLimited => "address_limited",
+        }
+    }
+}
+
+/// Describes the metrics to the recorder: their help text and units.
+pub fn describe() {
+    describe_histogram!(REQUEST_DURATION, Unit::Seconds, "Duration of HTTP server requests.");
+    describe_gauge!(ACTIVE_REQUESTS, "Number of active HTTP server requests.");
+    describe_counter!(RATE_LIMIT_DECISIONS, "Rate-limit decisions, by outcome.");
+    describe_gauge!(RATE_LIMITER_SUBJECTS, "Subjects whose rate-limit counters are kept.");
+}
+
+/// Counts a rate-limit decision.
+pub fn decided(outcome: Outcome) {
+    counter!(RATE_LIMIT_DECISIONS, "outcome" => outcome.label()).increment(1);
+}
+
+/// The `http_request_method` label: the method, or `_OTHER` for one outside the standard
+/// set, so that clients cannot make up series.
+pub fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "_OTHER",
+    }
+}
+
+/// Records one request's duration.
+pub fn record_request(
+    method: &'static str,
+    route: Option<&str>,
+    status: StatusCode,
+    duration: Duration,
+) {
+    let status = status.as_u16().to_string();
+    let seconds = duration.as_secs_f64();
+    match route {
+        Some(route) => histogram!(
+            REQUEST_DURATION,
+            "http_request_method" => method,
+            "http_route" => route.to_owned(),
+            "http_response_status_code" => status
+        )
+        .record(seconds),
+        None => histogram!(
+            REQUEST_DURATION,
+            "http_request_method" => method,
+            "http_response_status_code" => status
+        )
+        .record(seconds),
+    }
+}
+
+/// `GET /metrics`: the Prometheus text exposition, or 404 when the server runs without
+/// metrics.
+#[handler]
+#[allow(clippy::needless_pass_by_value, reason = "poem extracts the data by value")]
+pub fn serve_metrics(state: Data<&AppState>) -> Response {
+    let Some(exporter) = state.metrics.as_ref() else {
+        return ApiError::new(ErrorCode::NotFound, "metrics are turned off on this server")
+            .into_response();
+    };
+    if let Some(subjects) = state.limiter.subjects() {
+        #[allow(clippy::cast_precision_loss, reason = "a gauge: exact below 2^53")]
+        metrics::gauge!(RATE_LIMITER_SUBJECTS).set(subjects as f64);
+    }
+    Response::builder()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(exporter.render())
+}
+
+/// The exporter of a server, shared by every request.
+pub type SharedExporter = Arc<dyn MetricsExporter>;

@@ -1,0 +1,313 @@
+//! The key use cases: issuing, listing, revoking and rotating API keys, and checking the
+//! key a request presents (`docs/operations.md#api-keys`).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use thiserror::Error;
+
+use crate::api_key::{ApiKey, ApiKeySecret, Environment, KeyId, KeyName, PresentedKey};
+use crate::plan::Plan;
+use crate::ports::{ApiKeyStore, Clock, RepositoryError, Rotation};
+
+/// A key just issued: the only moment its secret is known.
+#[derive(Debug)]
+pub struct IssuedKey {
+    /// The stored key.
+    pub key: ApiKey,
+    /// The whole key, to hand to its owner once.
+    pub secret: ApiKeySecret,
+}
+
+/// Why a key could not be revoked.
+#[derive(Debug, Error)]
+pub enum RevokeKeyError {
+    /// No key has this id.
+    #[error("no key has id {0}")]
+    NotFound(KeyId),
+    /// The store failed.
+    #[error(transparent)]
+    Repository(#[from] RepositoryError),
+}
+
+/// A key rotated: the old key, working until its grace ends, and the new one.
+#[derive(Debug)]
+pub struct RotatedKey {
+    /// The old key, rotated.
+    pub old: ApiKey,
+    /// The new key and its secret.
+    pub new: IssuedKey,
+}
+
+/// Why a key could not be rotated.
+#[derive(Debug, Error)]
+pub enum RotateKeyError {
+    /// No key has this id.
+    #[error("no key has id {0}")]
+    NotFound(KeyId),
+    /// The key is revoked or expired.
+    #[error("key {0} no longer works: it is revoked or expired")]
+    NotLive(KeyId),
+    /// The key was rotated already.
+    #[error("key {id} was rotated already, to {to}: rotate {to} instead")]
+    AlreadyRotated {
+        /// The key.
+        id: KeyId,
+        /// Its successor.
+        to: KeyId,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Repository(#[from] RepositoryError),
+}
+
+/// Issuing, listing, revoking, rotating and checking API keys.
+#[derive(Clone)]
+pub struct KeyService {
+    keys: Arc<dyn ApiKeyStore>,
+    clock: Arc<dyn Clock>,
+    environment: Environment,
+}
+
+impl KeyService {
+    /// How stale a key's `last_used_at` may get. Writing it on every request would cost a
+    /// durable write per read; once a minute is plenty to tell live keys from dead ones.
+    pub const LAST_USED_RESOLUTION: Duration = Duration::from_mins(1);
+
+    /// Keys of `environment`, kept in `keys`.
+    pub fn new(
+        keys: Arc<dyn ApiKeyStore>,
+        clock: Arc<dyn Clock>,
+        environment: Environment,
+    ) -> Self {
+        Self { keys, clock, environment }
+    }
+
+    /// The environment whose keys this service issues and accepts.
+    pub fn environment(&self) -> Environment {
+        self.environment
+    }
+
+    /// Issues a new key on `plan`, valid until revoked.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when it could not be stored.
+    pub async fn issue(
+        &self,
+        name: Option<KeyName>,
+        plan: Plan,
+    ) -> Result<IssuedKey, RepositoryError> {
+        self.issue_expiring(name, plan, None).await
+    }
+
+    /// Issues a new key on `plan` that stops working `expires_in` from now, if given.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when it could not be stored.
+    pub async fn issue_expiring(
+        &self,
+        name: Option<KeyName>,
+        plan: Plan,
+        expires_in: Option<Duration>,
+    ) -> Result<IssuedKey, RepositoryError> {
+        let now = self.clock.now();
+        let template = Successor {
+            name,
+            plan,
+            environment: self.environment,
+            created_at: now,
+            expires_at: expires_in.map(|d| now + d),
+            lineage: None,
+        };
+        with_fresh_id(|| {
+            let issued = template.issue();
+            let keys = &self.keys;
+            async move { keys.create(&issued.key).await.map(|()| issued) }
+        })
+        .await
+    }
+
+    /// Rotates the key `id`: issues a key with its plan, quotas, name and environment,
+    /// which shares its quota, and lets the old key work `grace` longer (or until its own
+    /// expiry, if sooner). The new key expires `expires_in` from now, if given.
+    ///
+    /// # Errors
+    ///
+    /// [`RotateKeyError`] when no key has this id, when it no longer works or was rotated
+    /// already, or when the store fails.
+    pub async fn rotate(
+        &self,
+        id: &KeyId,
+        grace: Duration,
+        expires_in: Option<Duration>,
+    ) -> Result<RotatedKey, RotateKeyError> {
+        let now = self.clock.now();
+        let old = self.keys.list().await?.into_iter().find(|key| key.id == *id);
+        let old = old.ok_or_else(|| RotateKeyError::NotFound(id.clone()))?;
+        refuse_rotation(&old, now)?;
+        let template = Successor {
+            name: old.name.clone(),
+            plan: old.plan,
+            environment: old.environment,
+            created_at: now,
+            expires_at: expires_in.map(|d| now + d),
+            lineage: Some(old.lineage.clone()),
+        };
+        with_fresh_id(|| {
+            let new = template.issue();
+            let keys = &self.keys;
+            async move {
+                match keys.rotate(&new.key, id, now, now + grace).await? {
+                    Rotation::Rotated(old) => Ok(Ok(RotatedKey { old, new })),
+                    Rotation::NotFound => Ok(Err(RotateKeyError::NotFound(id.clone()))),
+                    // Changed since it was read: say how.
+                    Rotation::Refused(old) => Ok(refuse_rotation(&old, now)
+                        .and_then(|()| Err(RotateKeyError::NotLive(old.id.clone())))),
+                }
+            }
+        })
+        .await?
+    }
+
+    /// Every key, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
+        self.keys.list().await
+    }
+
+    /// Revokes a key; revoking a revoked key again is not an error.
+    ///
+    /// # Errors
+    ///
+    /// [`RevokeKeyError::NotFound`] when no key has this id.
+    pub async fn revoke(&self, id: &KeyId) -> Result<ApiKey, RevokeKeyError> {
+        self.keys
+            .revoke(id, self.clock.now())
+            .await?
+            .ok_or_else(|| RevokeKeyError::NotFound(id.clone()))
+    }
+
+    /// The live key of this environment that `presented` is, if any. Malformed, unknown,
+    /// revoked, expired, rotated-out and other-environment keys are all simply `None`: the
+    /// caller must not be able to tell them apart.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn authenticate(&self, presented: &str) -> Result<Option<ApiKey>, RepositoryError> {
+        let Some(presented) = PresentedKey::parse(presented) else {
+            return Ok(None);
+        };
+        if presented.environment != self.environment {
+            return Ok(None);
+        }
+        let Some(key) = self.keys.find_by_digest(&presented.digest).await? else {
+            return Ok(None);
+        };
+        let live = key.digest.matches(&presented.digest)
+            && key.id == presented.id
+            && key.environment == self.environment
+            && key.is_live(self.clock.now());
+        Ok(live.then_some(key))
+    }
+
+    /// Records that `key` authenticated a request now, at most once per
+    /// [`Self::LAST_USED_RESOLUTION`]. Separate from [`Self::authenticate`] so that a caller
+    /// can let the request go on when only this bookkeeping fails.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be written.
+    pub async fn record_use(&self, key: &ApiKey) -> Result<(), RepositoryError> {
+        let now = self.clock.now();
+        if is_stale(key.last_used_at, now) {
+            self.keys.touch(&key.id, now).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Why `old` cannot be rotated at `now`, if it cannot.
+fn refuse_rotation(old: &ApiKey, now: SystemTime) -> Result<(), RotateKeyError> {
+    if let Some(successor) = &old.rotated_to {
+        return Err(RotateKeyError::AlreadyRotated { id: old.id.clone(), to: successor.clone() });
+    }
+    if !old.is_live(now) {
+        return Err(RotateKeyError::NotLive(old.id.clone()));
+    }
+    Ok(())
+}
+
+/// What a new key is made of, but its id and secret.
+struct Successor {
+    name: Option<KeyName>,
+    plan: Plan,
+    environment: Environment,
+    created_at: SystemTime,
+    expires_at: Option<SystemTime>,
+    /// The line it continues; its own id when `None`.
+    lineage: Option<KeyId>,
+}
+
+impl Successor {
+    /// A key with a fresh id and secret.
+    fn issue(&self) -> IssuedKey {
+        let (id, secret) = ApiKeySecret::generate(self.environment);
+        let key = ApiKey {
+            lineage: self.lineage.clone().unwrap_or_else(|| id.clone()),
+            id,
+            name: self.name.clone(),
+            plan: self.plan,
+            environment: self.environment,
+            digest: secret.digest(),
+            created_at: self.created_at,
+            last_used_at: None,
+            revoked_at: None,
+            expires_at: self.expires_at,
+            rotated_to: None,
+        };
+        IssuedKey { key, secret }
+    }
+}
+
+/// Runs `store` with a fresh key until its id and digest are new: a random 12-character id
+/// collides about never, and the rare clash is retried rather than failing the operator's
+/// command.
+async fn with_fresh_id<T, F, Fut>(mut store: F) -> Result<T, RepositoryError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, RepositoryError>>,
+{
+    let mut attempts = 0;
+    loop {
+        match store().await {
+            Err(RepositoryError::Duplicate) if attempts < 3 => attempts += 1,
+            outcome => return outcome,
+        }
+    }
+}
+
+fn is_stale(last_used_at: Option<SystemTime>, now: SystemTime) -> bool {
+    last_used_at.is_none_or(|at| {
+        now.duration_since(at).is_ok_and(|age| age >= KeyService::LAST_USED_RESOLUTION)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_used_is_refreshed_once_a_minute() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        assert!(is_stale(None, t0));
+        assert!(!is_stale(Some(t0), t0 + Duration::from_secs(59)));
+        assert!(is_stale(Some(t0), t0 + Duration::from_mins(1)));
+        assert!(!is_stale(Some(t0 + Duration::from_secs(5)), t0));
+    }
+}
