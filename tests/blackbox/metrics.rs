@@ -25,7 +25,10 @@ async fn scrape(server: &Server) -> String {
     let resp = reqwest::get(server.url("/metrics")).await.expect("an answer");
     assert_eq!(resp.status(), 200);
     assert!(
-        resp.headers()["content-type"].to_str().expect("text").starts_with("text/plain; version=0.0.4")
+        resp.headers()["content-type"]
+            .to_str()
+            .expect("text")
+            .starts_with("text/plain; version=0.0.4")
     );
     assert!(!resp.headers().contains_key("x-ratelimit-limit"), "never rate limited");
     resp.text().await.expect("the exposition")

@@ -114,6 +114,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
         .around(middleware::record_metrics)
         .data(Arc::new(routes))
+        .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)
         .into_endpoint()
         .boxed()

@@ -99,7 +99,13 @@ impl RouteTable {
 
     /// The route `path` belongs to.
     pub fn find(&self, path: &str) -> Option<&RouteEntry> {
-        self.routes.iter().find(|r| r.matches(path))
+        self.find_indexed(path).map(|(_, route)| route)
+    }
+
+    /// The route `path` belongs to, with its position in the table: a small number that
+    /// names the route without its template.
+    pub fn find_indexed(&self, path: &str) -> Option<(usize, &RouteEntry)> {
+        self.routes.iter().enumerate().find(|(_, r)| r.matches(path))
     }
 }
 

@@ -7,10 +7,14 @@
 //! ones is `_OTHER`, and a request that matches no route has no `http_route` label. The
 //! number of series is therefore fixed, whatever clients send.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, histogram};
+use metrics::{
+    Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
+    histogram,
+};
 use poem::http::{Method, StatusCode};
 use poem::web::Data;
 use poem::{IntoResponse, Response, handler};
@@ -95,30 +99,64 @@ pub fn method_label(method: &Method) -> &'static str {
     }
 }
 
-/// Records one request's duration.
-pub fn record_request(
-    method: &'static str,
-    route: Option<&str>,
-    status: StatusCode,
-    duration: Duration,
-) {
+/// A duration series: method, route (its position in the route table), status.
+type SeriesKey = (&'static str, Option<usize>, u16);
+
+/// The request metrics of one app: each histogram (one per method, route and status) and
+/// gauge (one per method) registered with the recorder on first use, then found again
+/// without building its labels. The set is bounded (standard methods, the route table's
+/// routes, statuses), so it never grows with what clients send.
+#[derive(Default)]
+pub struct RequestMetrics {
+    histograms: RwLock<HashMap<SeriesKey, Histogram>>,
+    active: RwLock<HashMap<&'static str, Gauge>>,
+}
+
+impl RequestMetrics {
+    /// The gauge of active requests of `method`.
+    pub fn active(&self, method: &'static str) -> Gauge {
+        let found = self.active.read().unwrap_or_else(PoisonError::into_inner).get(method).cloned();
+        found.unwrap_or_else(|| {
+            let gauge = gauge!(ACTIVE_REQUESTS, "http_request_method" => method);
+            let mut active = self.active.write().unwrap_or_else(PoisonError::into_inner);
+            active.entry(method).or_insert(gauge).clone()
+        })
+    }
+
+    /// Records one request's duration; `route` is the route's position in the route table
+    /// and its template, `None` for a request that matched no route.
+    pub fn record(
+        &self,
+        method: &'static str,
+        route: Option<(usize, &str)>,
+        status: StatusCode,
+        duration: Duration,
+    ) {
+        let key = (method, route.map(|(index, _)| index), status.as_u16());
+        let seconds = duration.as_secs_f64();
+        let found =
+            self.histograms.read().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
+        let histogram = found.unwrap_or_else(|| {
+            let histogram = register(method, route.map(|(_, template)| template), status);
+            let mut histograms = self.histograms.write().unwrap_or_else(PoisonError::into_inner);
+            histograms.entry(key).or_insert(histogram).clone()
+        });
+        histogram.record(seconds);
+    }
+}
+
+/// The histogram of one method, route template and status.
+fn register(method: &'static str, route: Option<&str>, status: StatusCode) -> Histogram {
     let status = status.as_u16().to_string();
-    let seconds = duration.as_secs_f64();
-    match route {
-        Some(route) => histogram!(
+    if let Some(route) = route {
+        return histogram!(
             REQUEST_DURATION,
             "http_request_method" => method,
             "http_route" => route.to_owned(),
             "http_response_status_code" => status
-        )
-        .record(seconds),
-        None => histogram!(
-            REQUEST_DURATION,
-            "http_request_method" => method,
-            "http_response_status_code" => status
-        )
-        .record(seconds),
+        );
     }
+    histogram!(REQUEST_DURATION, "http_request_method" => method, "http_response_status_code" => status)
 }
 
 /// `GET /metrics`: the Prometheus text exposition, or 404 when the server runs without

@@ -4,23 +4,26 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use metrics::gauge;
 use poem::{Endpoint, Request, Response};
 
 use super::{respond, routes};
-use crate::telemetry::{ACTIVE_REQUESTS, method_label, record_request};
+use crate::telemetry::{RequestMetrics, method_label};
 
 /// Layer 9: counts the request as active while it runs, then records its duration by
 /// method, route template and status.
 pub async fn record_metrics<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    let Some(metrics) = req.data::<Arc<RequestMetrics>>().cloned() else {
+        return Ok(respond(ep.as_ref(), req).await);
+    };
     let method = method_label(req.method());
-    let route = routes(&req)
-        .and_then(|routes| routes.find(req.uri().path()).map(|route| route.template().to_owned()));
+    let routes = routes(&req);
+    let route = routes.as_deref().and_then(|routes| routes.find_indexed(req.uri().path()));
+    let route = route.map(|(index, route)| (index, route.template()));
     let started = Instant::now();
-    let active = Active::new(gauge!(ACTIVE_REQUESTS, "http_request_method" => method));
+    let active = Active::new(metrics.active(method));
     let response = respond(ep.as_ref(), req).await;
     drop(active);
-    record_request(method, route.as_deref(), response.status(), started.elapsed());
+    metrics.record(method, route, response.status(), started.elapsed());
     Ok(response)
 }
 

@@ -15,8 +15,8 @@
 //! 9. [`record_metrics`]: the request's duration by method, route and status, and the
 //!    requests in flight.
 //!
-//! 10. `data`: puts the route table and the services (`AppState`) on every request, for the
-//!     layers and the operations inside to read.
+//! 10. `data`: puts the route table, the request metrics and the services (`AppState`) on
+//!     every request, for the layers and the operations inside to read.
 //!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
 //! its headers, so that no response escapes without them. Other orders lose headers or the
