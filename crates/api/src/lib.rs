@@ -21,7 +21,7 @@
 //! as ports inside [`AppState`].
 
 mod auth;
-mod client_address;
+pub mod client_address;
 pub mod deprecation;
 mod dto;
 pub mod error;

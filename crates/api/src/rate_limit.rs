@@ -17,14 +17,14 @@ use animal_store_domain::{Decision, Subject, Verdict, WindowUsage};
 use poem::Request;
 use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
 
-use crate::client_address::client_address;
+use crate::client_address::client_subject;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
 /// The client address of a request, as the subject requests without a valid key count
 /// against.
 pub fn address_subject(state: &AppState, req: &Request) -> Subject {
-    Subject::Address(client_address(req, &state.config.trusted_proxies))
+    client_subject(req, &state.config.clients)
 }
 
 /// The 429 for a refused request of `subject`.
@@ -40,7 +40,7 @@ pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
             };
             let warning = match subject {
                 Subject::Key(_) => "; calling on while limited suspends the key",
-                Subject::Address(_) => "",
+                Subject::Address(_) | Subject::Named(_) => "",
             };
             (
                 ErrorCode::RateLimited,

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use animal_store_domain::{Clock, KeyService, PetService, RateLimiter};
-use ipnet::IpNet;
 
+use crate::client_address::ClientAddressing;
 use crate::probes::Readiness;
 use crate::telemetry::SharedExporter;
 
@@ -44,8 +44,9 @@ pub struct ApiConfig {
     pub production_url: String,
     /// The staging address, `/v1` included, listed in the document's `servers`.
     pub staging_url: String,
-    /// Proxies whose `X-Forwarded-For` is believed when finding a client's address.
-    pub trusted_proxies: Vec<IpNet>,
+    /// How the client of a request without a valid key is found (trusted proxies and their
+    /// header) and counted (IPv6 networks).
+    pub clients: ClientAddressing,
     /// A request not answered within this time is answered 503 `service_unavailable`.
     pub request_timeout: Duration,
 }
@@ -55,7 +56,7 @@ impl Default for ApiConfig {
         Self {
             production_url: DEFAULT_PRODUCTION_URL.to_owned(),
             staging_url: DEFAULT_STAGING_URL.to_owned(),
-            trusted_proxies: Vec::new(),
+            clients: ClientAddressing::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }

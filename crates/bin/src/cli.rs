@@ -137,6 +137,16 @@ pub struct ServeArgs {
     #[arg(long = "trusted-proxy", env = "ANIMAL_STORE_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_network)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
+    /// The header the trusted proxies write the client into: `x-forwarded-for`, or
+    /// `forwarded` (RFC 7239). The other one is ignored.
+    #[arg(long, env = "ANIMAL_STORE_FORWARDED_HEADER", value_enum, default_value_t = ForwardedHeaderName::XForwardedFor)]
+    pub forwarded_header: ForwardedHeaderName,
+
+    /// Requests without a valid key from IPv6 clients are counted per network of this prefix
+    /// length (one host commonly holds a /64); 128 counts each address.
+    #[arg(long, env = "ANIMAL_STORE_IPV6_PREFIX", default_value_t = 64, value_parser = clap::value_parser!(u8).range(1..=128))]
+    pub ipv6_prefix: u8,
+
     /// Where request counters are kept: `memory` (compact sharded maps) or `moka` (a moka
     /// cache, about three times the memory per subject; see docs/benchmarks.md).
     #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", value_enum, default_value_t = RateLimiterKind::Memory)]
@@ -191,6 +201,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("a duration must be longer than zero".to_owned());
     }
     Ok(duration)
+}
+
+/// The header trusted proxies write the client into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ForwardedHeaderName {
+    /// `X-Forwarded-For`.
+    XForwardedFor,
+    /// RFC 7239 `Forwarded`.
+    Forwarded,
 }
 
 /// How log lines are written.

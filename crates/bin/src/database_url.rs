@@ -40,16 +40,7 @@ impl std::fmt::Debug for DatabaseUrl {
 
 /// The URL without its password, for messages.
 fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
+    animal_store_infra::redact::redact(url).into_owned()
 }
 
 #[cfg(test)]

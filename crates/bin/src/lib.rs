@@ -121,9 +121,25 @@ fn fail(failure: &Failure) -> ExitCode {
         Failure::Startup(err) => (err, 2),
         Failure::Runtime(err) => (err, 1),
     };
-    // One line: the error and its causes, never a backtrace.
-    eprintln!("error: {err:#}");
+    eprintln!("error: {}", one_line(err));
     ExitCode::from(code)
+}
+
+/// An error and its causes on one line, never a backtrace: each cause once (drivers often
+/// repeat their source in their own message), and no password of any URL a cause quotes.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = animal_store_infra::redact::redact(&cause.to_string()).into_owned();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn init_tracing(format: cli::LogFormat) {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use animal_store_api::client_address::{ClientAddressing, ForwardedHeader};
 use animal_store_api::server::{Limits, Server};
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{Clock, KeyService, Plan, Quota, RateLimitPolicy};
@@ -11,7 +12,7 @@ use animal_store_infra::SystemClock;
 use anyhow::Context;
 
 use crate::Failure;
-use crate::cli::{Cli, ConnectionArgs, DocumentArgs, ServeArgs};
+use crate::cli::{Cli, ConnectionArgs, DocumentArgs, ForwardedHeaderName, ServeArgs};
 use crate::exporter::PrometheusExporter;
 use crate::fixtures::Fixtures;
 use crate::stores::Stores;
@@ -71,7 +72,14 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
         .policy(limit_policy(args)?)
         .environment(cli.environment)
         .config(ApiConfig {
-            trusted_proxies: args.trusted_proxies.clone(),
+            clients: ClientAddressing {
+                trusted_proxies: args.trusted_proxies.clone(),
+                header: match args.forwarded_header {
+                    ForwardedHeaderName::XForwardedFor => ForwardedHeader::XForwardedFor,
+                    ForwardedHeaderName::Forwarded => ForwardedHeader::Forwarded,
+                },
+                ipv6_prefix: args.ipv6_prefix,
+            },
             request_timeout: args.connections.request_timeout,
             ..api_config(&args.document)
         })

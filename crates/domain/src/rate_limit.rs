@@ -29,8 +29,12 @@ pub const DAY: u64 = 86_400;
 pub enum Subject {
     /// A valid API key.
     Key(KeyId),
-    /// The client address of a request without a valid key.
+    /// The client address of a request without a valid key: an IPv4 address, or the IPv6
+    /// network (of the configured prefix) the address is in.
     Address(IpAddr),
+    /// A client that a trusted proxy named by something other than an address (`unknown`,
+    /// an obfuscated RFC 7239 identifier): counted by a digest of that name, as an address.
+    Named([u8; 16]),
 }
 
 /// What the service does about subjects that exceed their quota.

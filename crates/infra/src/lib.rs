@@ -8,6 +8,7 @@
 //! - [`cache`]: a short-lived cache in front of any key store, for authentication.
 //! - [`rate_limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
 //! - [`clock`]: the system clock.
+//! - [`redact`]: passwords out of every URL in a message.
 //! - [`faults`]: wrappers that make any store fail or lag on purpose, for the tests of
 //!   client teams (`memory://?fail-every=10`) and of adapters.
 //!
@@ -27,6 +28,7 @@ pub mod conformance;
 pub mod faults;
 pub mod memory;
 pub mod rate_limiter;
+pub mod redact;
 pub mod sql;
 #[cfg(feature = "testing")]
 pub mod testing;

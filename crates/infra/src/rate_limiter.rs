@@ -40,6 +40,10 @@ impl CounterKey {
                 bytes[0] = 2;
                 bytes[1..].copy_from_slice(&v6.octets());
             }
+            Subject::Named(digest) => {
+                bytes[0] = 3;
+                bytes[1..].copy_from_slice(digest);
+            }
         }
         Self(bytes)
     }

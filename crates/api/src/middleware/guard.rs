@@ -47,9 +47,9 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     let decision = state.limiter.check(&subject, quota).await;
     telemetry::decided(match (&subject, decision.verdict) {
         (_, Verdict::Admitted) => Outcome::Admitted,
-        (Subject::Address(_), _) => Outcome::AddressLimited,
         (Subject::Key(_), Verdict::Limited { .. }) => Outcome::Limited,
         (Subject::Key(_), Verdict::Suspended { .. }) => Outcome::Suspended,
+        (Subject::Address(_) | Subject::Named(_), _) => Outcome::AddressLimited,
     });
     let mut response = match (key, rate_limit::refusal(&subject, &decision)) {
         (Err(err), _) => err.into_response(),

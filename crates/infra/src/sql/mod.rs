@@ -53,14 +53,15 @@ pub enum Backend {
 /// Why a database could not be opened or migrated.
 #[derive(Debug, Error)]
 pub enum DatabaseError {
-    /// The URL names no supported database.
+    /// The URL names no supported database; it holds the URL, password masked.
     #[error("unsupported database URL {0:?}: expected sqlite://PATH, postgres://... or memory://")]
     UnsupportedUrl(String),
-    /// The database could not be opened.
-    #[error("cannot open the database: {0}")]
+    /// The database could not be opened. (The cause is the source, not part of this
+    /// message: a chain of causes prints each once.)
+    #[error("cannot open the database")]
     Connect(#[source] DbErr),
     /// The schema could not be brought up to date.
-    #[error("cannot migrate the database: {0}")]
+    #[error("cannot migrate the database")]
     Migrate(#[source] DbErr),
 }
 
@@ -74,7 +75,7 @@ pub enum BackupError {
     #[error("the backup path must be UTF-8")]
     Path,
     /// SQLite could not write the copy.
-    #[error("the copy failed: {0}")]
+    #[error("the copy failed")]
     Copy(#[source] DbErr),
 }
 
@@ -278,6 +279,10 @@ impl animal_store_domain::HealthCheck for DatabaseHealth {
 }
 
 /// How to open connections to one database: the writer reopens its connection with it.
+fn unsupported(url: &str) -> DatabaseError {
+    DatabaseError::UnsupportedUrl(crate::redact::redact(url).into_owned())
+}
+
 #[derive(Clone)]
 struct Connector {
     backend: Backend,
@@ -291,13 +296,13 @@ impl Connector {
             // Each connection to an in-memory SQLite database is a database of its own, so
             // the writer's and the readers' would not see each other's data.
             if url.contains(":memory:") || url.contains("mode=memory") {
-                return Err(DatabaseError::UnsupportedUrl(url.to_owned()));
+                return Err(unsupported(url));
             }
             Backend::Sqlite
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Backend::Postgres
         } else {
-            return Err(DatabaseError::UnsupportedUrl(url.to_owned()));
+            return Err(unsupported(url));
         };
         Ok(Self { backend, url: url.to_owned(), options })
     }
@@ -311,7 +316,29 @@ impl Connector {
     async fn open_readers(&self) -> Result<DatabaseConnection, DbErr> {
         match self.backend {
             Backend::Sqlite => self.open(4, false).await,
-            Backend::Postgres => self.open(8, false).await,
+            Backend::Postgres => {
+                self.try_connect().await?;
+                self.open(8, false).await
+            }
+        }
+    }
+
+    /// One plain connection, opened and closed: the pool retries a failed connection until
+    /// its acquire timeout and then says only "pool timed out", where this says why (a
+    /// refused port, an unknown host, a wrong password).
+    async fn try_connect(&self) -> Result<(), DbErr> {
+        use sea_orm::sqlx::Connection as _;
+        let connecting = sea_orm::sqlx::PgConnection::connect(&self.url);
+        match tokio::time::timeout(ACQUIRE_TIMEOUT, connecting).await {
+            Ok(Ok(connection)) => {
+                let _ = connection.close().await;
+                Ok(())
+            }
+            Ok(Err(err)) => Err(DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err)))),
+            Err(_) => Err(DbErr::Conn(sea_orm::RuntimeErr::Internal(format!(
+                "no answer within {} s",
+                ACQUIRE_TIMEOUT.as_secs()
+            )))),
         }
     }
 
