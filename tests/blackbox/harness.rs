@@ -118,11 +118,41 @@ impl Server {
     }
 
     /// [`Server::start`] with `RUST_LOG` set to `log`.
-    #[allow(clippy::zombie_processes, reason = "Drop kills and waits for the server")]
     pub fn start_logging(database_url: &str, dir: PathBuf, extra: &[&str], log: &str) -> Self {
+        Self::start_with(database_url, dir, extra, log, None)
+    }
+
+    /// [`Server::start`] in a process whose limit on open file descriptors is `limit`
+    /// (`ulimit -n`, soft and hard).
+    pub fn start_with_descriptors(
+        database_url: &str,
+        dir: PathBuf,
+        extra: &[&str],
+        limit: u32,
+    ) -> Self {
+        Self::start_with(database_url, dir, extra, "info", Some(limit))
+    }
+
+    #[allow(clippy::zombie_processes, reason = "Drop kills and waits for the server")]
+    fn start_with(
+        database_url: &str,
+        dir: PathBuf,
+        extra: &[&str],
+        log: &str,
+        descriptors: Option<u32>,
+    ) -> Self {
         let port_dir = tempfile::tempdir().expect("a temporary directory");
         let ready_file = port_dir.path().join("ready.json");
-        let mut child = Command::new(BIN)
+        let mut command = match descriptors {
+            None => Command::new(BIN),
+            Some(limit) => {
+                // The shell execs the server, which keeps its pid.
+                let mut shell = Command::new("sh");
+                shell.args(["-c", &format!("ulimit -n {limit} && exec \"$0\" \"$@\""), BIN]);
+                shell
+            }
+        };
+        let mut child = command
             .args(["serve", "--bind", "127.0.0.1:0", "--ready-file"])
             .arg(&ready_file)
             .args(extra)
@@ -165,6 +195,16 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("no such line on stderr: {:#?}", self.stderr.lock().expect("lock"));
+    }
+
+    /// Whether a line of stderr so far contains `text`.
+    pub fn stderr_contains(&self, text: &str) -> bool {
+        self.stderr_count(text) > 0
+    }
+
+    /// How many lines of stderr so far contain `text`.
+    pub fn stderr_count(&self, text: &str) -> usize {
+        self.stderr.lock().expect("lock").iter().filter(|line| line.contains(text)).count()
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -7,6 +7,7 @@ mod harness;
 mod backup;
 mod cli;
 mod connections;
+mod descriptors;
 mod durability;
 mod fail_fast;
 mod forwarding;

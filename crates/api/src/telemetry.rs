@@ -31,6 +31,10 @@ pub const REQUEST_DURATION: &str = "http_server_request_duration_seconds";
 pub const ACTIVE_REQUESTS: &str = "http_server_active_requests";
 /// The counter of rate-limit decisions, by outcome.
 pub const RATE_LIMIT_DECISIONS: &str = "animal_store_rate_limit_decisions_total";
+/// The counter of connections refused at the connection cap.
+pub const CONNECTIONS_REFUSED: &str = "animal_store_connections_refused_total";
+/// The counter of pauses of the accept loop for want of file descriptors.
+pub const ACCEPT_BACKOFFS: &str = "animal_store_accept_backoffs_total";
 /// The gauge of subjects whose rate-limit counters are kept.
 pub const RATE_LIMITER_SUBJECTS: &str = "animal_store_rate_limiter_subjects";
 
@@ -75,6 +79,11 @@ pub fn describe() {
     describe_gauge!(ACTIVE_REQUESTS, "Number of active HTTP server requests.");
     describe_counter!(RATE_LIMIT_DECISIONS, "Rate-limit decisions, by outcome.");
     describe_gauge!(RATE_LIMITER_SUBJECTS, "Subjects whose rate-limit counters are kept.");
+    describe_counter!(CONNECTIONS_REFUSED, "Connections refused at the connection cap.");
+    describe_counter!(
+        ACCEPT_BACKOFFS,
+        "Pauses of 100 ms of the accept loop, out of file descriptors or memory."
+    );
 }
 
 /// Counts a rate-limit decision.

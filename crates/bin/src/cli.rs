@@ -185,9 +185,10 @@ pub struct ConnectionArgs {
     #[arg(long, env = "ANIMAL_STORE_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// The most connections served at once; more are answered 503 and closed.
-    #[arg(long, env = "ANIMAL_STORE_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_connections: u32,
+    /// The most connections served at once; more are answered 503 and closed. By default
+    /// 10,000, or less when the limit on open file descriptors is lower: that limit less 64.
+    #[arg(long, env = "ANIMAL_STORE_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
 }
 
 /// A positive duration: `500ms`, `10s`, `2m`, `90d`..., or a bare number of seconds.

@@ -11,12 +11,12 @@ use animal_store_domain::{Clock, KeyService, Plan, Quota, RateLimitPolicy};
 use animal_store_infra::SystemClock;
 use anyhow::Context;
 
-use crate::Failure;
 use crate::cli::{Cli, ConnectionArgs, DocumentArgs, ForwardedHeaderName, ServeArgs};
 use crate::exporter::PrometheusExporter;
 use crate::fixtures::Fixtures;
 use crate::stores::Stores;
 use crate::wiring::Wiring;
+use crate::{Failure, descriptors};
 
 fn api_config(document: &DocumentArgs) -> ApiConfig {
     ApiConfig {
@@ -26,13 +26,17 @@ fn api_config(document: &DocumentArgs) -> ApiConfig {
     }
 }
 
-/// The limits the server holds its clients to.
+/// The limits the server holds its clients to, the connection cap derived from the
+/// descriptor limit unless configured.
 fn limits(connections: &ConnectionArgs) -> Limits {
+    let max_connections =
+        descriptors::connection_cap(connections.max_connections, descriptors::raise_limit());
+    tracing::info!(max_connections, "connection cap");
     Limits {
         header_timeout: connections.header_timeout,
         body_timeout: connections.body_timeout,
         idle_timeout: connections.idle_timeout,
-        max_connections: connections.max_connections as usize,
+        max_connections,
     }
 }
 

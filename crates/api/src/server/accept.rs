@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 
 use crate::error::{ApiError, ErrorCode};
+use crate::telemetry::{ACCEPT_BACKOFFS, CONNECTIONS_REFUSED};
 
 /// How long the loop waits before accepting again when the process is out of descriptors:
 /// retrying at once would spin a core while nothing can be accepted.
@@ -48,6 +49,7 @@ impl Accepting {
                         "cannot accept connections: the process is out of file descriptors or memory; retrying every 100 ms"
                     );
                 }
+                metrics::counter!(ACCEPT_BACKOFFS).increment(1);
                 tokio::time::sleep(EXHAUSTED_BACKOFF).await;
                 None
             }
@@ -66,6 +68,7 @@ impl Accepting {
                 "at the connection limit (--max-connections): new connections are refused"
             );
         }
+        metrics::counter!(CONNECTIONS_REFUSED).increment(1);
         // Never waits: a client that does not read its refusal gets the close alone.
         let _ = socket.try_write(&self.refusal);
     }
