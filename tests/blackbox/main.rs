@@ -9,6 +9,7 @@ mod cli;
 mod connections;
 mod descriptors;
 mod durability;
+mod eviction;
 mod fail_fast;
 mod forwarding;
 mod harness_contract;

@@ -34,6 +34,9 @@ pub fn run(cli: &Cli, args: &ServeArgs, matches: &ArgMatches) -> ExitCode {
                 url.parse::<DatabaseUrl>().map_or(url, |url| url.to_string())
             }
             (_, Some(value)) => value,
+            ("max_connections", None) => {
+                "(10000, or the file descriptor limit less 64 when lower)".to_owned()
+            }
             (_, None) => "(none)".to_owned(),
         };
         let source = match settings.value_source(id) {

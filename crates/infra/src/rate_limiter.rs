@@ -61,8 +61,14 @@ type SharedState = Arc<Mutex<RateLimitState>>;
 ///
 /// moka's `time_to_live` would restart at each update and its `time_to_idle` would drop a
 /// day counter after an idle hour; the expiry here is computed from the windows instead.
+///
+/// Keys and client addresses live in two caches of the capacity each, so that a flood of
+/// new addresses cannot push a key, suspended or limited, out of its counters. (moka
+/// chooses what it evicts: a restricted address can still be evicted by other addresses;
+/// the default [`MemoryRateLimiter`] never does that.)
 pub struct MokaRateLimiter {
-    states: Cache<CounterKey, SharedState>,
+    keys: Cache<CounterKey, SharedState>,
+    addresses: Cache<CounterKey, SharedState>,
     policy: RateLimitPolicy,
     clock: Arc<dyn Clock>,
 }
@@ -105,19 +111,23 @@ impl MokaRateLimiter {
 
     /// A limiter applying `policy`, keeping at most `capacity` subjects, on `clock`.
     pub fn new(policy: RateLimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
-        let expiry =
-            UntilWindowsEnd { clock: clock.clone(), slack: policy.suspension.as_secs() + 60 };
-        Self {
-            states: Cache::builder().max_capacity(capacity).expire_after(expiry).build(),
-            policy,
-            clock,
-        }
+        let cache = || {
+            let expiry =
+                UntilWindowsEnd { clock: clock.clone(), slack: policy.suspension.as_secs() + 60 };
+            Cache::builder().max_capacity(capacity).expire_after(expiry).build()
+        };
+        Self { keys: cache(), addresses: cache(), policy, clock }
+    }
+
+    fn cache(&self, key: CounterKey) -> &Cache<CounterKey, SharedState> {
+        if key.is_key() { &self.keys } else { &self.addresses }
     }
 
     /// How many subjects are kept (an estimate, moka counts lazily).
     pub fn len(&self) -> u64 {
-        self.states.run_pending_tasks();
-        self.states.entry_count()
+        self.keys.run_pending_tasks();
+        self.addresses.run_pending_tasks();
+        self.keys.entry_count() + self.addresses.entry_count()
     }
 
     /// Whether no subject is kept.
@@ -129,16 +139,18 @@ impl MokaRateLimiter {
 #[async_trait]
 impl RateLimiter for MokaRateLimiter {
     async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
-        let state = self.states.get_with(CounterKey::of(subject), SharedState::default);
+        let key = CounterKey::of(subject);
+        let state = self.cache(key).get_with(key, SharedState::default);
         let now = unix_seconds(self.clock.now());
         let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
         state.check(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
     }
 
     async fn peek(&self, subject: &Subject, quota: Quota) -> Decision {
+        let key = CounterKey::of(subject);
         let state = self
-            .states
-            .get(&CounterKey::of(subject))
+            .cache(key)
+            .get(&key)
             .map(|state| *state.lock().unwrap_or_else(PoisonError::into_inner))
             .unwrap_or_default();
         let now = unix_seconds(self.clock.now());
@@ -160,7 +172,10 @@ impl RateLimiter for MokaRateLimiter {
 /// third of a moka entry (see `docs/benchmarks.md`). Subjects hash to one of [`SHARDS`]
 /// shards, each behind its own lock, so two cores rarely meet. A shard forgets the states
 /// whose windows and suspension are over when it has doubled since its last sweep, and when
-/// it reaches its share of the capacity it forgets the state that stops mattering soonest.
+/// it reaches its share of the capacity it forgets the unrestricted client address that
+/// stops mattering soonest; restricted subjects and keys are never forgotten early (see
+/// `Shard::make_room`). The capacity bounds client addresses; keys, which clients cannot
+/// multiply, are kept beyond it.
 pub struct MemoryRateLimiter {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
@@ -180,23 +195,35 @@ struct Shard {
 }
 
 impl Shard {
-    /// Makes room for one more subject at `now`.
-    fn make_room(&mut self, now: u64, capacity: usize) {
+    /// Makes room for one more subject at `now`, if it can; says whether it did.
+    ///
+    /// Only client addresses are forgotten to make room, and only those that are not
+    /// restricted (see [`RateLimitState::is_restricted`]), the one whose windows end first:
+    /// forgetting a suspended or limited subject would hand it fresh quotas, and a flood of
+    /// new addresses could buy that for any key. Keys are never forgotten before their
+    /// windows end: they are as many as the keys issued, which clients cannot multiply, so
+    /// a key is kept even in a full shard. A new address in a shard full of keys and
+    /// restricted addresses gets no room.
+    fn make_room(&mut self, now: u64, capacity: usize, for_key: bool) -> bool {
         if self.states.len() >= self.sweep_at.max(64) {
             self.states.retain(|_, state| state.relevant_until() > now);
             self.sweep_at = self.states.len() * 2;
         }
-        if self.states.len() >= capacity {
-            // Full of live states: drop a client address's before a key's, and of those the
-            // one whose windows end first.
-            let soonest = self
-                .states
-                .iter()
-                .min_by_key(|(key, state)| (key.is_key(), state.relevant_until()))
-                .map(|(key, _)| *key);
-            if let Some(key) = soonest {
+        if self.states.len() < capacity {
+            return true;
+        }
+        let evictable = self
+            .states
+            .iter()
+            .filter(|(key, state)| !key.is_key() && !state.is_restricted(now))
+            .min_by_key(|(_, state)| state.relevant_until())
+            .map(|(key, _)| *key);
+        match evictable {
+            Some(key) => {
                 self.states.remove(&key);
+                true
             }
+            None => for_key,
         }
     }
 }
@@ -240,10 +267,13 @@ impl RateLimiter for MemoryRateLimiter {
         let key = CounterKey::of(subject);
         let now = unix_seconds(self.clock.now());
         let mut shard = self.shard(key);
-        if !shard.states.contains_key(&key) {
-            shard.make_room(now, self.shard_capacity);
-        }
         let suspendable = matches!(subject, Subject::Key(_));
+        if !shard.states.contains_key(&key)
+            && !shard.make_room(now, self.shard_capacity, suspendable)
+        {
+            // Full of subjects that must not be forgotten: a new address is refused.
+            return RateLimitState::spent(quota, now).check(quota, &self.policy, false, now);
+        }
         shard.states.entry(key).or_default().check(quota, &self.policy, suspendable, now)
     }
 
