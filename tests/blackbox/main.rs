@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod ambiguity;
 mod backup;
 mod cli;
 mod connections;

@@ -31,7 +31,7 @@ pub use api_key::{
 pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
 pub use pet::{
     CategoryId, CategoryIdError, NewPet, PageSize, PageSizeError, Pet, PetId, PetName,
-    PetNameError, PetStatus, PetStatusError,
+    PetNameError, PetStatus, PetStatusError, excerpt,
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{

@@ -164,7 +164,7 @@ impl FromStr for PetStatus {
         Self::ALL
             .into_iter()
             .find(|status| status.as_str() == s)
-            .ok_or_else(|| PetStatusError(s.to_owned()))
+            .ok_or_else(|| PetStatusError(excerpt(s)))
     }
 }
 
@@ -233,7 +233,7 @@ impl PageSize {
             .ok()
             .filter(|l| (Self::MIN..=Self::MAX).contains(l))
             .map(Self)
-            .ok_or_else(|| PageSizeError(limit.to_string()))
+            .ok_or_else(|| PageSizeError(excerpt(&limit.to_string())))
     }
 
     /// The page size.
@@ -246,6 +246,18 @@ impl Default for PageSize {
     fn default() -> Self {
         Self::DEFAULT
     }
+}
+
+/// At most the first 32 characters of a client's value, for an error message, followed by
+/// how long it was: a message never echoes a whole 5,000-character value back.
+pub fn excerpt(text: &str) -> String {
+    const KEPT: usize = 32;
+    let length = text.chars().count();
+    if length <= KEPT + 8 {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(KEPT).collect();
+    format!("{kept}... ({length} characters)")
 }
 
 #[cfg(test)]
@@ -291,6 +303,9 @@ mod tests {
         assert_eq!(PageSize::new(101), Err(PageSizeError("101".into())));
         assert_eq!(PageSize::new(-1), Err(PageSizeError("-1".into())));
         assert_eq!(PageSize::new(356), Err(PageSizeError("356".into())));
+        let long = "9".repeat(5_000);
+        assert_eq!(excerpt(&long), format!("{}... (5000 characters)", "9".repeat(32)));
+        assert_eq!(excerpt("available!"), "available!");
     }
 
     proptest! {

@@ -1,5 +1,5 @@
 //! Layer 1: refuses bodies over [`MAX_BODY_BYTES`] with 413, whether their length is declared
-//! or they are chunked.
+//! or they are chunked, and notes a JSON body that gives a key twice.
 
 use std::sync::Arc;
 
@@ -8,7 +8,17 @@ use poem::http::header;
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::respond;
+use crate::dto::duplicates::{RepeatedJsonKey, repeated_json_key};
 use crate::error::ApiError;
+
+/// Whether the request says its body is JSON (`application/json`, `application/*+json`).
+fn is_json(req: &Request) -> bool {
+    req.content_type().is_some_and(|content_type| {
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        essence.eq_ignore_ascii_case("application/json")
+            || essence.to_ascii_lowercase().ends_with("+json")
+    })
+}
 
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -24,13 +34,25 @@ pub async fn body_limit<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
         return Ok(ApiError::payload_too_large().into_response());
     }
     match req.take_body().into_bytes_limit(MAX_BODY_BYTES).await {
-        Ok(bytes) => req.set_body(bytes),
+        Ok(bytes) => {
+            // Noted for the operation, which refuses it after the key and the content type,
+            // in the order the errors are documented.
+            if let Some(key) = is_json(&req).then(|| repeated_json_key(&bytes)).flatten() {
+                req.extensions_mut().insert(RepeatedJsonKey(key));
+            }
+            req.set_body(bytes);
+        }
         Err(ReadBodyError::PayloadTooLarge) => {
             return Ok(ApiError::payload_too_large().into_response());
         }
         Err(err) => {
-            return Ok(ApiError::invalid_request(format!("the body could not be read: {err}"))
-                .into_response());
+            // What the client can act on, not the library's words.
+            tracing::debug!(error = %err, "a request body could not be read");
+            return Ok(ApiError::invalid_request(
+                "the body could not be read: it ended before its declared length, or its \
+                 chunked encoding is malformed",
+            )
+            .into_response());
         }
     }
     Ok(respond(ep.as_ref(), req).await)

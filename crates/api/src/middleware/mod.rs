@@ -1,7 +1,8 @@
 //! The layers around the operations, innermost first:
 //!
 //! 1. [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
-//!    `Content-Length` and answers 411 to chunked bodies).
+//!    `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
+//!    a key twice, for the operation to refuse.
 //! 2. `catch_all_error` ([`error_response`]): everything raised before or after a handler
 //!    (routing, extraction) becomes the Error body; an operation's own error responses pass.
 //! 3. [`allow_header`]: the `Allow` header RFC 9110 requires on a 405.

@@ -1,8 +1,10 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{PageSize, PageSizeError, PetId, PetQuery, PetStatus};
+use animal_store_domain::{PageSize, PageSizeError, PetId, PetQuery, PetStatus, excerpt};
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
+
+use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
 
@@ -118,7 +120,9 @@ impl PetsApi {
         status: Query<Option<RawParam<PetStatusDto>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
         cursor: Query<Option<String>>,
+        request: &poem::Request,
     ) -> Result<ListPetsOk, OperationError<ListPetsErrors>> {
+        refuse_repeated_parameters(request.uri().query(), &["limit", "status", "cursor"])?;
         let query = PetQuery {
             limit: match &limit.0 {
                 Some(raw) => parse_limit(raw.as_str())?,
@@ -147,7 +151,9 @@ impl PetsApi {
         _key: BearerKey,
         state: Data<&AppState>,
         body: Json<NewPetBody>,
+        request: &poem::Request,
     ) -> Result<CreatePetOk, OperationError<CreatePetErrors>> {
+        RepeatedJsonKey::refuse(request)?;
         let context = ParseContext { now: state.clock.now() };
         let pet = state.pets.add(body.0.into_inner()?.into_new_pet(&context)?).await?;
         let location = format!("/v1/pets/{}", pet.id);
@@ -177,8 +183,8 @@ impl PetsApi {
         }
         let id = pet_id.0.as_str().parse::<i64>().map_err(|_| {
             ApiError::invalid_request(format!(
-                "petId must be an integer, got {:?}",
-                pet_id.0.as_str()
+                "petId must be an int64 integer, got {:?}",
+                excerpt(pet_id.0.as_str())
             ))
         })?;
         let pet = state.pets.get(PetId::new(id)).await?;
@@ -189,10 +195,11 @@ impl PetsApi {
 fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
     let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        let raw = excerpt(raw);
         return Err(ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")));
     }
     // An integer too large for 64 bits is out of range like any other.
-    let out_of_range = || PageSizeError(raw.to_owned());
+    let out_of_range = || PageSizeError(excerpt(raw));
     raw.parse::<i64>()
         .map_err(|_| out_of_range())
         .and_then(|limit| PageSize::new(limit).map_err(|_| out_of_range()))
