@@ -17,6 +17,7 @@ mod harness_contract;
 mod http;
 mod key_lifecycle;
 mod metrics;
+mod names;
 mod outages;
 mod probes;
 mod rate_limits;

@@ -1,13 +1,15 @@
 //! Pets and the values they are made of.
 //!
 //! Each value type has a single constructor that enforces its rule (`docs/api.md#newpet`):
-//! a name is 1 to 100 characters, not blank, without control characters; a category id is a
+//! a name is 1 to 100 characters with a visible one among them, without control or
+//! bidirectional control characters; a category id is a
 //! positive integer; a status is one of `available`, `pending`, `sold` and defaults to
 //! `available`. Once built, a value is valid for its whole life.
 
 use std::fmt;
 use std::str::FromStr;
 
+use icu_properties::props::{BidiControl, BinaryProperty, DefaultIgnorableCodePoint, WhiteSpace};
 use thiserror::Error;
 
 /// The identifier the store assigns to a pet when it is added.
@@ -33,7 +35,15 @@ impl fmt::Display for PetId {
     }
 }
 
-/// A pet's name: 1 to 100 characters, not only whitespace, no control characters.
+/// Whether a character shows when displayed: neither whitespace nor one of Unicode's
+/// default-ignorable code points (zero-width characters, fillers, variation selectors...),
+/// per Unicode's own tables.
+fn is_visible(c: char) -> bool {
+    !WhiteSpace::for_char(c) && !DefaultIgnorableCodePoint::for_char(c)
+}
+
+/// A pet's name: 1 to 100 characters, no control characters and no bidirectional controls
+/// (the "Trojan Source" characters), and at least one character that shows.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PetName(String);
 
@@ -52,6 +62,16 @@ pub enum PetNameError {
     /// The name contains a control character (a newline, a tab, NUL...).
     #[error("name must not contain control characters")]
     ControlCharacter,
+    /// The name contains a bidirectional control (U+202E RIGHT-TO-LEFT OVERRIDE...), which
+    /// makes text display in another order than it reads.
+    #[error(
+        "name must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)"
+    )]
+    BidiControl,
+    /// The name holds no character that shows: only invisible ones (U+200B ZERO WIDTH
+    /// SPACE, U+3164 HANGUL FILLER...) and whitespace.
+    #[error("name must contain a visible character")]
+    Invisible,
 }
 
 impl PetName {
@@ -74,8 +94,14 @@ impl PetName {
         if name.chars().any(char::is_control) {
             return Err(PetNameError::ControlCharacter);
         }
+        if name.chars().any(BidiControl::for_char) {
+            return Err(PetNameError::BidiControl);
+        }
         if name.trim().is_empty() {
             return Err(PetNameError::Blank);
+        }
+        if !name.chars().any(is_visible) {
+            return Err(PetNameError::Invisible);
         }
         Ok(Self(name.to_owned()))
     }
@@ -263,6 +289,28 @@ pub fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_must_show_and_read_as_it_displays() {
+        for invisible in ["\u{200b}", "\u{3164}", " \u{200b} ", "\u{fe0f}", "\u{2060}\u{2060}"] {
+            assert_eq!(PetName::new(invisible), Err(PetNameError::Invisible), "{invisible:?}");
+        }
+        for bidi in ["\u{202e}gnp.exe", "\u{2066}x\u{2069}", "a\u{200f}b", "a\u{61c}"] {
+            assert_eq!(PetName::new(bidi), Err(PetNameError::BidiControl), "{bidi:?}");
+        }
+        for fine in [
+            "Rex",
+            "Ça va",
+            "ポチ",
+            "Мурка",
+            "شمس",
+            "🐕",
+            "👨\u{200d}👩\u{200d}👧",
+            "Hund 🐶\u{fe0f}",
+        ] {
+            assert!(PetName::new(fine).is_ok(), "{fine:?}");
+        }
+    }
     use proptest::prelude::*;
 
     #[test]
@@ -310,8 +358,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_valid_name_is_kept_verbatim(name in "[^\\p{Cc}]{1,100}") {
-            prop_assume!(!name.trim().is_empty());
+        fn any_valid_name_is_kept_verbatim(name in "[^\\p{Cc}\\p{Bidi_Control}]{1,100}") {
+            prop_assume!(name.chars().any(is_visible));
             prop_assert_eq!(PetName::new(&name).map(|n| n.as_str().to_owned()), Ok(name));
         }
 
