@@ -19,6 +19,7 @@ mod key_lifecycle;
 mod metrics;
 mod names;
 mod outages;
+mod permissions;
 mod probes;
 mod rate_limits;
 mod secrets;

@@ -74,6 +74,9 @@ pub enum BackupError {
     /// The path is not UTF-8.
     #[error("the backup path must be UTF-8")]
     Path,
+    /// The file of the copy could not be created.
+    #[error("cannot create the file of the copy")]
+    Create(#[source] std::io::Error),
     /// SQLite could not write the copy.
     #[error("the copy failed")]
     Copy(#[source] DbErr),
@@ -181,12 +184,19 @@ impl Database {
             return Err(BackupError::NotSqlite);
         }
         let target = path.to_str().ok_or(BackupError::Path)?;
+        // The copy holds key digests: created empty, readable by the owner only, for SQLite
+        // to fill (it accepts an empty file as the target).
+        owner_only_file(path).map_err(BackupError::Create)?;
         let statement = sea_orm::Statement::from_sql_and_values(
             sea_orm::DbBackend::Sqlite,
             "VACUUM INTO ?",
             [target.into()],
         );
-        self.readers.execute_raw(statement).await.map(drop).map_err(BackupError::Copy)
+        let copied = self.readers.execute_raw(statement).await.map(drop);
+        if copied.is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        copied.map_err(BackupError::Copy)
     }
 
     /// Which server this is.
@@ -279,6 +289,15 @@ impl animal_store_domain::HealthCheck for DatabaseHealth {
 }
 
 /// How to open connections to one database: the writer reopens its connection with it.
+/// Creates `path` empty and readable by its owner only (0600), failing if it exists.
+fn owner_only_file(path: &std::path::Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(drop)
+}
+
 fn unsupported(url: &str) -> DatabaseError {
     DatabaseError::UnsupportedUrl(crate::redact::redact(url).into_owned())
 }
@@ -309,6 +328,27 @@ impl Connector {
 
     fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// Creates a missing SQLite file readable by its owner only: it holds key digests.
+    /// SQLite gives the `-wal` and `-shm` files beside it the same permissions. An existing
+    /// file is left as it is.
+    fn create_sqlite_file(&self) -> Result<(), DbErr> {
+        use std::str::FromStr as _;
+        let options = sea_orm::sqlx::sqlite::SqliteConnectOptions::from_str(&self.url)
+            .map_err(|err| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err))))?;
+        let path = options.get_filename();
+        if path.as_os_str().is_empty() || path.exists() {
+            return Ok(());
+        }
+        match owner_only_file(path) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(err) => Err(DbErr::Conn(sea_orm::RuntimeErr::Internal(format!(
+                "cannot create {}: {err}",
+                path.display()
+            )))),
+        }
     }
 
     /// The reader pool: up to four connections on SQLite, eight on PostgreSQL, opened now so
@@ -349,6 +389,9 @@ impl Connector {
     }
 
     async fn open(&self, connections: u32, writer: bool) -> Result<DatabaseConnection, DbErr> {
+        if self.backend == Backend::Sqlite {
+            self.create_sqlite_file()?;
+        }
         let mut options = ConnectOptions::new(&self.url);
         options.max_connections(connections).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
         if writer {
