@@ -9,6 +9,7 @@ mod backup;
 mod cli;
 mod connections;
 mod descriptors;
+mod docs_page;
 mod durability;
 mod eviction;
 mod fail_fast;

@@ -29,6 +29,7 @@ pub mod middleware;
 mod openapi;
 mod operations;
 pub mod probes;
+mod published;
 mod rate_limit;
 mod routes;
 pub mod server;
@@ -38,14 +39,14 @@ pub mod telemetry;
 use std::sync::Arc;
 
 use poem::endpoint::make_sync;
-use poem::http::Method;
+use poem::http::{HeaderValue, Method, header};
 use poem::middleware::CatchPanic;
-use poem::web::Html;
 use poem::{EndpointExt, IntoEndpoint, Response, Route, get};
 
 pub use openapi::API_VERSION;
 pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
+use published::Published;
 use routes::RouteTable;
 
 /// The OpenAPI document of the service, as served at `/v1/openapi.json`.
@@ -85,16 +86,24 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .with_route(telemetry::PATH, &[Method::GET]);
     let document = serde_json::to_string_pretty(&document).unwrap_or_default();
     let docs = openapi::docs_page(&service, &document);
+    let document =
+        Arc::new(Published::new(document, "application/json; charset=utf-8", Vec::new()));
+    let csp = published::content_security_policy(&docs);
+    let docs = Arc::new(Published::new(
+        docs,
+        "text/html; charset=utf-8",
+        [
+            (header::CONTENT_SECURITY_POLICY, HeaderValue::from_str(&csp).ok()),
+            (header::X_FRAME_OPTIONS, Some(HeaderValue::from_static("DENY"))),
+            (header::REFERRER_POLICY, Some(HeaderValue::from_static("no-referrer"))),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect(),
+    ));
     let v1 = Route::new()
-        .at(
-            "/openapi.json",
-            get(make_sync(move |_| {
-                Response::builder()
-                    .content_type("application/json; charset=utf-8")
-                    .body(document.clone())
-            })),
-        )
-        .at("/docs", get(make_sync(move |_| Html(docs.clone()))))
+        .at("/openapi.json", get(make_sync(move |req| document.respond(&req))))
+        .at("/docs", get(make_sync(move |req| docs.respond(&req))))
         .nest("/", service);
 
     // The layers, innermost first; middleware/mod.rs says why in this order.
@@ -112,6 +121,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .around(middleware::deprecation_headers)
         // Boxed: the layers inside make a large future, best kept off the stack.
         .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
+        .around(middleware::nosniff)
         .around(middleware::record_metrics)
         .data(Arc::new(routes))
         .data(Arc::new(telemetry::RequestMetrics::default()))

@@ -99,6 +99,9 @@ pub fn openapi_document(document: &DocumentArgs) -> String {
 
 /// Runs the server.
 pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
+    // Listening for the signals from the start: a SIGTERM during start-up then stops the
+    // server cleanly instead of killing it.
+    let signals = Signals::listen().map_err(Failure::Startup)?;
     let fixtures = fixtures(cli, args).map_err(Failure::Startup)?;
     if let Some(path) = &args.ready_file {
         ready_file_directory(path).map_err(Failure::Startup)?;
@@ -110,6 +113,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         if let Some(fixtures) = fixtures {
             keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
         }
+        let readiness = state.readiness.clone();
+        // Built before the ready file is written: ready means ready to answer.
+        let app = animal_store_api::app(state);
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
             .await
             .with_context(|| format!("cannot listen on {}", args.bind))?;
@@ -118,9 +124,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             write_ready_file(path, address, &keys)
                 .with_context(|| format!("cannot write the ready file {}", path.display()))?;
         }
-        anyhow::Ok((state, server, address))
+        anyhow::Ok((app, readiness, server, address))
     };
-    let (state, server, address) = match started.await {
+    let (app, readiness, server, address) = match started.await {
         Ok(started) => started,
         Err(err) => {
             stores.close().await;
@@ -128,10 +134,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         }
     };
     tracing::info!("listening on http://{address}");
-    let readiness = state.readiness.clone();
     let drain = Duration::from_secs(args.drain_secs);
     let stopping = async move {
-        shutdown_signal().await;
+        signals.recv().await;
         // Tell the load balancer first, then keep serving while it moves traffic away.
         readiness.drain();
         if !drain.is_zero() {
@@ -139,9 +144,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             tokio::time::sleep(drain).await;
         }
     };
-    server
-        .run(animal_store_api::app(state), stopping, Duration::from_secs(args.shutdown_grace))
-        .await;
+    server.run(app, stopping, Duration::from_secs(args.shutdown_grace)).await;
     tracing::info!("stopped accepting requests; closing the database");
     stores.close().await;
     tracing::info!("shut down");
@@ -219,30 +222,26 @@ async fn greet(stores: &Stores, keys: &KeyService) -> anyhow::Result<Vec<(String
     Ok(Vec::new())
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = async {
-        if let Err(err) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %err, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
+/// SIGINT (Ctrl-C) and SIGTERM, listened for from the moment they are created.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+        })
+    }
+
+    /// Resolves on the first of them.
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => tracing::info!("SIGINT received: finishing in-flight requests"),
+            _ = self.terminate.recv() => tracing::info!("SIGTERM received: finishing in-flight requests"),
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(err) => {
-                tracing::error!(error = %err, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => tracing::info!("SIGINT received: finishing in-flight requests"),
-        () = terminate => tracing::info!("SIGTERM received: finishing in-flight requests"),
     }
 }

@@ -13,10 +13,11 @@
 //! 7. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
 //!    those of the layers inside included.
 //! 8. [`trace_request`]: a request id and one span and log line per request.
-//! 9. [`record_metrics`]: the request's duration by method, route and status, and the
-//!    requests in flight.
+//! 9. [`nosniff`]: `X-Content-Type-Options: nosniff` on every response.
+//! 10. [`record_metrics`]: the request's duration by method, route and status, and the
+//!     requests in flight.
 //!
-//! 10. `data`: puts the route table, the request metrics and the services (`AppState`) on
+//! 11. `data`: puts the route table, the request metrics and the services (`AppState`) on
 //!     every request, for the layers and the operations inside to read.
 //!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
@@ -38,6 +39,7 @@ mod body_limit;
 mod deprecation;
 mod guard;
 mod measure;
+mod nosniff;
 mod panic;
 mod timeout;
 mod trace;
@@ -51,6 +53,7 @@ pub use body_limit::{MAX_BODY_BYTES, body_limit};
 pub use deprecation::deprecation_headers;
 pub use guard::guard;
 pub use measure::record_metrics;
+pub use nosniff::nosniff;
 pub use panic::panic_response;
 pub use timeout::request_timeout;
 pub use trace::trace_request;
