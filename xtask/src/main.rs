@@ -29,8 +29,10 @@ Tasks:
                           ANIMAL_STORE_TEST_POSTGRES_URL and ANIMAL_STORE_REQUIRE_POSTGRES=1
   openapi [--check]       regenerate docs/openapi.json, or fail if it is out of date
   bench [args...]         cargo bench --workspace [args...]
-  load                    the release server on SQLite under wrk (lists, filtered lists,
-                          adds), on loopback
+  load                    the release server under wrk against a ceiling server, ABAB:
+                          pages, getPet, adds and a mix at 10,000 and 1,000,000 pets, on
+                          SQLite (and PostgreSQL under `postgres --`); writes the table
+                          to docs/benchmarks.md and the chart to docs/load.svg
   tidy                    require //! docs atop every .rs file and no placeholder macros
                           under crates/, xtask/ and tests/
   help                    show this message

@@ -1,0 +1,261 @@
+//! `cargo xtask load`: the HTTP service under a real load generator, against a ceiling.
+//!
+//! Builds, in release: the server, the ceiling (`crates/api/examples/ceiling.rs`: a
+//! poem-openapi server with bearer authentication that answers a fixed 20-pet array and
+//! does nothing else) and the seeder (`crates/infra/examples/seed.rs`). For each database
+//! (SQLite; and PostgreSQL when `ANIMAL_STORE_TEST_POSTGRES_URL` names a server, as under
+//! `cargo xtask postgres -- cargo xtask load`) and each table size (10,000 and 1,000,000
+//! pets; `LOAD_SIZES=10000` for a quick run), it seeds a fresh database, starts the server
+//! with an enterprise key whose quota cannot bind, warms it and the ceiling up, and runs each
+//! scenario with wrk (2 threads, 32 connections, `LOAD_SECONDS` seconds, 5 by default)
+//! alternately on the ceiling and on the service, twice (ABAB), so that machine noise hits
+//! both. Every figure is also given as a ratio to the ceiling of the same round.
+//!
+//! The table is printed, and written to `docs/benchmarks.md` between its load markers, with
+//! a chart (`docs/load.svg`). On Debian as root, `wrk` is installed when missing.
+
+mod report;
+mod wrk;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cmd;
+use crate::postgres::URL_ENV;
+
+/// The key the ceiling checks.
+const CEILING_KEY: &str = "as_live_ceilingkey00_0123456789abcdefghijklmnopqrstuv";
+
+/// A running process, killed when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One scenario's figures, in one configuration.
+pub struct Row {
+    pub backend: &'static str,
+    pub pets: u64,
+    pub scenario: &'static str,
+    pub service: wrk::Figures,
+    pub ratio: f64,
+    pub rss_mib: f64,
+}
+
+pub fn run(root: &Path) -> Result<()> {
+    wrk::ensure()?;
+    for (package, target) in [
+        ("animal-store", &["--bin", "animal-store"][..]),
+        ("animal-store-api", &["--example", "ceiling"][..]),
+        ("animal-store-infra", &["--example", "seed"][..]),
+    ] {
+        cmd::header(&format!("cargo build --release -p {package} {}", target.join(" ")));
+        cmd::run(cmd::cargo(root).args(["build", "--release", "-p", package]).args(target))?;
+    }
+    let release = root.join("target/release");
+    let bins = Bins {
+        server: release.join("animal-store"),
+        ceiling: release.join("examples/ceiling"),
+        seed: release.join("examples/seed"),
+    };
+    let dir = std::env::temp_dir().join(format!("animal-store-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let result = load(&bins, &dir).and_then(|rows| report::write(root, &rows));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+struct Bins {
+    server: PathBuf,
+    ceiling: PathBuf,
+    seed: PathBuf,
+}
+
+fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn load(bins: &Bins, dir: &Path) -> Result<Vec<Row>> {
+    let seconds: u32 = setting("LOAD_SECONDS", 5);
+    let sizes: Vec<u64> = std::env::var("LOAD_SIZES")
+        .unwrap_or_else(|_| "10000,1000000".to_owned())
+        .split(',')
+        .map(|s| s.trim().parse().context("LOAD_SIZES holds numbers"))
+        .collect::<Result<_>>()?;
+    let ceiling_port = crate::system::free_port()?;
+    let ceiling_address = format!("127.0.0.1:{ceiling_port}");
+    let _ceiling = Process(
+        Command::new(&bins.ceiling)
+            .args([ceiling_address.as_str(), CEILING_KEY])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("could not start the ceiling")?,
+    );
+    let ceiling = Target {
+        base: format!("http://{ceiling_address}"),
+        auth: format!("Authorization: Bearer {CEILING_KEY}"),
+    };
+    wait_for_port(ceiling_port)?;
+
+    let mut backends: Vec<(&'static str, DatabaseUrl<'_>)> = vec![(
+        "SQLite",
+        Box::new(|pets| format!("sqlite://{}", dir.join(format!("load-{pets}.db")).display())),
+    )];
+    if let Ok(base) = std::env::var(URL_ENV) {
+        let (server, _) = base.rsplit_once('/').context("a PostgreSQL URL with a database")?;
+        let server = server.to_owned();
+        backends.push(("PostgreSQL", Box::new(move |pets| format!("{server}/load_{pets}"))));
+    }
+    let mut rows = Vec::new();
+    for (backend, url) in &backends {
+        for &pets in &sizes {
+            rows.extend(configuration(bins, dir, backend, &url(pets), pets, &ceiling, seconds)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// The URL of a fresh database of a backend for a table of the given size.
+type DatabaseUrl<'a> = Box<dyn Fn(u64) -> String + 'a>;
+
+/// Where wrk sends its requests, and the header that authenticates them.
+struct Target {
+    base: String,
+    auth: String,
+}
+
+fn configuration(
+    bins: &Bins,
+    dir: &Path,
+    backend: &'static str,
+    database: &str,
+    pets: u64,
+    ceiling: &Target,
+    seconds: u32,
+) -> Result<Vec<Row>> {
+    cmd::header(&format!("{backend}, {pets} pets: seeding"));
+    cmd::run_quiet(Command::new(&bins.seed).args([database, &pets.to_string()]))?;
+    let key = cmd::run_quiet(Command::new(&bins.server).args([
+        "--database-url",
+        database,
+        "keys",
+        "create",
+        "--plan",
+        "enterprise",
+        "--per-minute",
+        "4000000000",
+        "--per-day",
+        "4000000000",
+    ]))?;
+    let key = String::from_utf8(key.stdout).context("the key is not UTF-8")?.trim().to_owned();
+    let ready = dir.join(format!("ready-{backend}-{pets}.json"));
+    let server = Process(
+        Command::new(&bins.server)
+            .args(["--database-url", database, "serve", "--bind", "127.0.0.1:0", "--ready-file"])
+            .arg(&ready)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("could not start the server")?,
+    );
+    let service =
+        Target { base: wait_until_ready(&ready)?, auth: format!("Authorization: Bearer {key}") };
+    let scripts = wrk::Scripts::write(dir, pets, &key)?;
+    let list = "/v1/pets?limit=20";
+    let warm = seconds.min(3);
+    wrk::measure(&format!("{}{list}", ceiling.base), &ceiling.auth, None, warm)?;
+    wrk::measure(&format!("{}{list}", service.base), &service.auth, None, warm)?;
+
+    // The deep page: a cursor 100 pets before the end (its format is the API's own,
+    // crates/api/src/dto/cursor.rs).
+    let deep = format!("/v1/pets?limit=20&cursor={}", cursor(pets.saturating_sub(100)));
+    let scenarios: [(&'static str, String, Option<&Path>); 6] = [
+        ("first page", list.to_owned(), None),
+        ("filtered page", "/v1/pets?status=pending&limit=20".to_owned(), None),
+        ("deep page", deep, None),
+        ("getPet", "/".to_owned(), Some(&scripts.get_pet)),
+        ("90/10 mix", "/".to_owned(), Some(&scripts.mix)),
+        ("createPet", "/v1/pets".to_owned(), Some(&scripts.create)),
+    ];
+    let mut rows = Vec::new();
+    for (scenario, path, script) in scenarios {
+        cmd::header(&format!("{backend}, {pets} pets: {scenario}"));
+        let (mut ceiling_total, mut runs) = (0.0, Vec::new());
+        for _ in 0..2 {
+            let top =
+                wrk::measure(&format!("{}{list}", ceiling.base), &ceiling.auth, None, seconds)?;
+            ceiling_total += top.requests_per_second;
+            runs.push(wrk::measure(
+                &format!("{}{path}", service.base),
+                &service.auth,
+                script,
+                seconds,
+            )?);
+        }
+        let figures = wrk::Figures {
+            requests_per_second: runs.iter().map(|f| f.requests_per_second).sum::<f64>() / 2.0,
+            p50_ms: runs.iter().map(|f| f.p50_ms).sum::<f64>() / 2.0,
+            p99_ms: runs.iter().map(|f| f.p99_ms).sum::<f64>() / 2.0,
+        };
+        let ratio = figures.requests_per_second * 2.0 / ceiling_total;
+        let rss_mib = resident_mib(server.0.id())?;
+        println!(
+            "{:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
+            figures.requests_per_second, figures.p50_ms, figures.p99_ms
+        );
+        rows.push(Row { backend, pets, scenario, service: figures, ratio, rss_mib });
+    }
+    drop(server);
+    Ok(rows)
+}
+
+/// The API's cursor for the page after pet `after`.
+fn cursor(after: u64) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("after:{after}"))
+}
+
+/// The resident memory of process `pid`, in MiB.
+fn resident_mib(pid: u32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .context("no VmRSS")?
+        .parse()?;
+    Ok(kib / 1024.0)
+}
+
+fn wait_for_port(port: u16) -> Result<()> {
+    for _ in 0..300 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("nothing listened on port {port} within 30 s")
+}
+
+/// The server's address, once it has written its ready file; bounded to 60 s.
+fn wait_until_ready(ready_file: &Path) -> Result<String> {
+    for _ in 0..600 {
+        if let Ok(text) = std::fs::read_to_string(ready_file) {
+            let ready: serde_json::Value =
+                serde_json::from_str(&text).context("the ready file is not JSON")?;
+            return ready["address"]
+                .as_str()
+                .map(str::to_owned)
+                .context("the ready file has no address");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("the server did not listen within 60 s")
+}

@@ -1,0 +1,140 @@
+//! The figures of `cargo xtask load`: a table on stdout and in `docs/benchmarks.md`, and a
+//! chart in `docs/load.svg`, both generated from the figures of the run.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::Row;
+use crate::cmd;
+
+const BEGIN: &str = "<!-- xtask load: begin -->";
+const END: &str = "<!-- xtask load: end -->";
+
+/// Prints the table and writes it, with the chart, into the docs.
+pub fn write(root: &Path, rows: &[Row]) -> Result<()> {
+    let table = table(rows);
+    cmd::header("summary");
+    println!("{table}");
+    let path = root.join("docs/benchmarks.md");
+    let doc =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let (before, rest) = doc.split_once(BEGIN).context("docs/benchmarks.md has no load markers")?;
+    let (_, after) = rest.split_once(END).context("docs/benchmarks.md has no end marker")?;
+    let section =
+        format!("{BEGIN}\n{}\n{table}\n![The figures as a chart](load.svg)\n{END}", machine());
+    std::fs::write(&path, format!("{before}{section}{after}"))?;
+    std::fs::write(root.join("docs/load.svg"), chart(rows))?;
+    println!("written to docs/benchmarks.md and docs/load.svg");
+    Ok(())
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut table = String::from(
+        "| database | pets | scenario | requests/s | of the ceiling | p50 | p99 | server RSS |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let _ = writeln!(
+            table,
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} ms | {:.2} ms | {:.1} MiB |",
+            row.backend,
+            row.pets,
+            row.scenario,
+            row.service.requests_per_second,
+            row.ratio,
+            row.service.p50_ms,
+            row.service.p99_ms,
+            row.rss_mib
+        );
+    }
+    // P4: the cost of the page kinds at the largest table against the smallest.
+    let sizes: Vec<u64> = rows.iter().map(|r| r.pets).collect();
+    if let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max())
+        && small != large
+    {
+        {
+            let _ = writeln!(table, "\np50 at {large} pets over p50 at {small}:\n");
+            for row in rows.iter().filter(|r| r.pets == large && r.scenario.ends_with("page")) {
+                let base = rows.iter().find(|r| {
+                    r.pets == small && r.backend == row.backend && r.scenario == row.scenario
+                });
+                if let Some(base) = base {
+                    let _ = writeln!(
+                        table,
+                        "- {}, {}: {:.2}",
+                        row.backend,
+                        row.scenario,
+                        row.service.p50_ms / base.service.p50_ms
+                    );
+                }
+            }
+        }
+    }
+    table
+}
+
+/// What the figures were measured on.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    format!(
+        "Measured by `cargo xtask load` on {cores} cores ({cpu}), the server, the ceiling and wrk sharing them; wrk with 2 threads and 32 connections; each figure the mean of two runs, alternated with runs of the ceiling.\n"
+    )
+}
+
+/// Throughput as bars (the ceiling's ratio as their length), p50 and p99 as marks, one row
+/// per scenario and configuration.
+#[allow(clippy::cast_precision_loss, reason = "a few dozen rows")]
+fn chart(rows: &[Row]) -> String {
+    let (left, bar_width, row_height) = (300.0, 420.0, 22.0);
+    let height = 60.0 + row_height * rows.len() as f64;
+    let max_p99 = rows.iter().map(|r| r.service.p99_ms).fold(1.0, f64::max);
+    let latency_left = left + bar_width + 40.0;
+    let latency_width = 300.0;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{left}\" y=\"20\" font-weight=\"bold\">Throughput, as a share of the ceiling (1.0 at the line)</text>\n\
+         <text x=\"{latency_left}\" y=\"20\" font-weight=\"bold\">Latency: p50 (dot) and p99 (bar), 0 to {max_p99:.1} ms</text>\n\
+         <line x1=\"{x1}\" y1=\"30\" x2=\"{x1}\" y2=\"{y2}\" stroke=\"black\" stroke-dasharray=\"4\"/>\n",
+        w = latency_left + latency_width + 20.0,
+        x1 = left + bar_width * 0.8,
+        y2 = height - 10.0,
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let y = 40.0 + row_height * i as f64;
+        let share = (row.ratio / 1.25).min(1.0) * bar_width;
+        let p50 = row.service.p50_ms / max_p99 * latency_width;
+        let p99 = row.service.p99_ms / max_p99 * latency_width;
+        let _ = write!(
+            svg,
+            "<text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{} {} · {}</text>\n\
+             <rect x=\"{left}\" y=\"{y}\" width=\"{share:.1}\" height=\"{h}\" fill=\"#4c78a8\"/>\n\
+             <text x=\"{vx:.1}\" y=\"{ty}\">{:.0}/s ({:.2})</text>\n\
+             <rect x=\"{latency_left}\" y=\"{y}\" width=\"{p99:.1}\" height=\"{h}\" fill=\"#f2cf5b\"/>\n\
+             <circle cx=\"{cx:.1}\" cy=\"{cy}\" r=\"4\" fill=\"#e45756\"/>\n",
+            row.backend,
+            row.pets,
+            row.scenario,
+            row.service.requests_per_second,
+            row.ratio,
+            lx = left - 8.0,
+            ty = y + 13.0,
+            h = row_height - 6.0,
+            vx = left + share + 4.0,
+            cx = latency_left + p50,
+            cy = y + (row_height - 6.0) / 2.0,
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}

@@ -1,0 +1,119 @@
+//! Running `wrk` and reading its report.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::{cmd, system};
+
+/// What one run measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Figures {
+    pub requests_per_second: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// Runs wrk (2 threads, 32 connections, `seconds`) against `url` with the `Authorization`
+/// header and an optional Lua script, and reads its report.
+pub fn measure(url: &str, auth: &str, script: Option<&Path>, seconds: u32) -> Result<Figures> {
+    let duration = format!("{seconds}s");
+    let mut command = Command::new("wrk");
+    command.args(["-t2", "-c32", "-d", &duration, "--latency", "-H", auth]);
+    if let Some(script) = script {
+        command.arg("-s").arg(script);
+    }
+    command.arg(url);
+    let output = cmd::run_quiet(&mut command)?;
+    let report = String::from_utf8(output.stdout).context("wrk's report is not UTF-8")?;
+    Figures::read(&report).with_context(|| format!("reading wrk's report:\n{report}"))
+}
+
+impl Figures {
+    fn read(report: &str) -> Result<Self> {
+        let field = |prefix: &str| {
+            report
+                .lines()
+                .map(str::trim)
+                .find_map(|line| line.strip_prefix(prefix))
+                .map(str::trim)
+                .with_context(|| format!("no {prefix:?} in wrk's report"))
+        };
+        let errors = report.lines().any(|line| line.trim_start().starts_with("Non-2xx"));
+        if errors {
+            bail!("some answers were not 2xx");
+        }
+        Ok(Self {
+            requests_per_second: field("Requests/sec:")?
+                .parse()
+                .context("Requests/sec is not a number")?,
+            p50_ms: milliseconds(field("50%")?)?,
+            p99_ms: milliseconds(field("99%")?)?,
+        })
+    }
+}
+
+/// wrk's `812.00us`, `3.41ms`, `1.02s` in milliseconds.
+fn milliseconds(text: &str) -> Result<f64> {
+    let (number, factor) = if let Some(n) = text.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = text.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        bail!("{text:?} is not a duration");
+    };
+    Ok(number.parse::<f64>().context("not a number")? * factor)
+}
+
+/// Installs wrk on Debian as root when it is missing.
+pub fn ensure() -> Result<()> {
+    if Command::new("wrk").arg("-v").output().is_ok() {
+        return Ok(());
+    }
+    if system::is_root()? && system::is_debian() {
+        return system::apt_install("wrk");
+    }
+    bail!("wrk is not installed; install it with: sudo apt-get install -y wrk")
+}
+
+/// The Lua scripts of the scenarios, written into `dir`.
+pub struct Scripts {
+    pub create: std::path::PathBuf,
+    pub get_pet: std::path::PathBuf,
+    pub mix: std::path::PathBuf,
+}
+
+const NEW_PET: &str = r#"{"name":"Load test","categoryId":7,"status":"pending"}"#;
+
+impl Scripts {
+    /// Scripts for a table of `pets` pets, sending `key`.
+    pub fn write(dir: &Path, pets: u64, key: &str) -> Result<Self> {
+        let create = dir.join("create.lua");
+        std::fs::write(
+            &create,
+            format!(
+                "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.body = '{NEW_PET}'\n"
+            ),
+        )?;
+        let get_pet = dir.join("get-pet.lua");
+        std::fs::write(
+            &get_pet,
+            format!(
+                "request = function()\n  return wrk.format(nil, \"/v1/pets/\" .. math.random(1, {pets}))\nend\n"
+            ),
+        )?;
+        // Nine listings for one add. The requests carry their headers whole: a table given to
+        // wrk.format replaces the command line's.
+        let mix = dir.join("mix.lua");
+        std::fs::write(
+            &mix,
+            format!(
+                "local n = 0\nlocal get = {{[\"Authorization\"] = \"Bearer {key}\"}}\nlocal post = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\"}}\nrequest = function()\n  n = n + 1\n  if n % 10 == 0 then\n    return wrk.format(\"POST\", \"/v1/pets\", post, '{NEW_PET}')\n  end\n  return wrk.format(\"GET\", \"/v1/pets?limit=20\", get)\nend\n"
+            ),
+        )?;
+        Ok(Self { create, get_pet, mix })
+    }
+}
