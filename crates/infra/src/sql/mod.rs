@@ -214,6 +214,35 @@ impl Database {
         DatabaseHealth { reads: Arc::clone(&self.reads), readers: self.readers.clone() }
     }
 
+    /// The plan the database chooses for the repository's own query of a page (SQLite's
+    /// `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines): for tests that an index
+    /// serves each kind of page. `setting` runs first on the same connection (PostgreSQL's
+    /// `SET enable_seqscan = off`, say).
+    #[cfg(feature = "testing")]
+    pub async fn page_plan(
+        &self,
+        setting: Option<&str>,
+        status: Option<animal_store_domain::PetStatus>,
+        after: Option<animal_store_domain::PetId>,
+    ) -> Result<Vec<String>, DbErr> {
+        use sea_orm::{ConnectionTrait, QueryTrait, TransactionTrait};
+        let backend = self.readers.get_database_backend();
+        let page = pets::list_query(status, after, 20).build(backend);
+        let (explain, column) = match self.connector.backend {
+            Backend::Sqlite => ("EXPLAIN QUERY PLAN", "detail"),
+            Backend::Postgres => ("EXPLAIN", "QUERY PLAN"),
+        };
+        let statement = sea_orm::Statement { sql: format!("{explain} {}", page.sql), ..page };
+        // One transaction: one connection for the setting and the plan.
+        let txn = self.readers.begin().await?;
+        if let Some(setting) = setting {
+            txn.execute_unprepared(setting).await?;
+        }
+        let rows = txn.query_all_raw(statement).await?;
+        txn.rollback().await?;
+        rows.iter().map(|row| row.try_get::<String>("", column)).collect()
+    }
+
     /// What reports the readers' pool to the metrics.
     pub fn pool_metrics(&self) -> PoolMetrics {
         PoolMetrics { backend: self.connector.backend, readers: self.readers.clone() }

@@ -64,6 +64,22 @@ fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
     })
 }
 
+/// The query of a page: `limit` pets after `after`, of `status` if given, by id.
+pub(super) fn list_query(
+    status: Option<PetStatus>,
+    after: Option<PetId>,
+    limit: usize,
+) -> sea_orm::Select<pet::Entity> {
+    let mut query = pet::Entity::find();
+    if let Some(status) = status {
+        query = query.filter(pet::Column::Status.eq(status.as_str()));
+    }
+    if let Some(after) = after {
+        query = query.filter(pet::Column::Id.gt(after.get()));
+    }
+    query.order_by_asc(pet::Column::Id).limit(u64::try_from(limit).unwrap_or(u64::MAX))
+}
+
 #[async_trait]
 impl PetRepository for SeaOrmPetRepository {
     async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
@@ -84,15 +100,7 @@ impl PetRepository for SeaOrmPetRepository {
         after: Option<PetId>,
         limit: usize,
     ) -> Result<Vec<Pet>, RepositoryError> {
-        let mut query = pet::Entity::find();
-        if let Some(status) = status {
-            query = query.filter(pet::Column::Status.eq(status.as_str()));
-        }
-        if let Some(after) = after {
-            query = query.filter(pet::Column::Id.gt(after.get()));
-        }
-        let query =
-            query.order_by_asc(pet::Column::Id).limit(u64::try_from(limit).unwrap_or(u64::MAX));
+        let query = list_query(status, after, limit);
         self.reads
             .run(query.all(&self.readers))
             .await?
