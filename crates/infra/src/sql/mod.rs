@@ -13,6 +13,7 @@
 //! queued writes together (group commit) and replaces its connection after any failure. See
 //! `writer.rs` for the invariant that keeps an acknowledged write stored.
 
+mod connector;
 mod entity;
 mod failure;
 mod keys;
@@ -23,11 +24,9 @@ mod reachability;
 mod writer;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use animal_store_domain::RepositoryError;
-use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
-use sea_orm::{ConnectOptions, DatabaseConnection, DbErr};
+use sea_orm::{DatabaseConnection, DbErr};
 use sea_orm_migration::MigratorTrait;
 use thiserror::Error;
 use tokio::sync::oneshot;
@@ -37,6 +36,7 @@ pub use keys::SeaOrmApiKeyStore;
 pub use pets::SeaOrmPetRepository;
 pub use writer::MAX_BATCH;
 
+use connector::{Connector, owner_only_file};
 use failure::{FailureKind, corrupt};
 use reachability::{Reachability, Reads};
 use writer::Writer;
@@ -100,14 +100,6 @@ pub struct Database {
     stop_writer: oneshot::Sender<()>,
     writer_task: JoinHandle<()>,
 }
-
-/// How long a request waits for a pooled connection before the store counts as unavailable.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long SQLite waits for another process's write lock (an operator's `keys create`
-/// while the server runs) before giving up.
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// The size SQLite truncates its WAL file back to after a checkpoint.
-const SQLITE_JOURNAL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
 
 impl Database {
     /// Opens the database `url` names: `sqlite://PATH` (created if missing) or
@@ -314,134 +306,5 @@ impl animal_store_domain::HealthCheck for DatabaseHealth {
     async fn check(&self) -> Result<(), RepositoryError> {
         use sea_orm::ConnectionTrait;
         self.reads.run(self.readers.execute_unprepared("SELECT 1")).await.map(drop)
-    }
-}
-
-/// How to open connections to one database: the writer reopens its connection with it.
-/// Creates `path` empty and readable by its owner only (0600), failing if it exists.
-fn owner_only_file(path: &std::path::Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).map(drop)
-}
-
-fn unsupported(url: &str) -> DatabaseError {
-    DatabaseError::UnsupportedUrl(crate::redact::redact(url).into_owned())
-}
-
-#[derive(Clone)]
-struct Connector {
-    backend: Backend,
-    url: String,
-    options: DatabaseOptions,
-}
-
-impl Connector {
-    fn new(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
-        let backend = if url.starts_with("sqlite:") {
-            // Each connection to an in-memory SQLite database is a database of its own, so
-            // the writer's and the readers' would not see each other's data.
-            if url.contains(":memory:") || url.contains("mode=memory") {
-                return Err(unsupported(url));
-            }
-            Backend::Sqlite
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Backend::Postgres
-        } else {
-            return Err(unsupported(url));
-        };
-        Ok(Self { backend, url: url.to_owned(), options })
-    }
-
-    fn backend(&self) -> Backend {
-        self.backend
-    }
-
-    /// Creates a missing SQLite file readable by its owner only: it holds key digests.
-    /// SQLite gives the `-wal` and `-shm` files beside it the same permissions. An existing
-    /// file is left as it is.
-    fn create_sqlite_file(&self) -> Result<(), DbErr> {
-        use std::str::FromStr as _;
-        let options = sea_orm::sqlx::sqlite::SqliteConnectOptions::from_str(&self.url)
-            .map_err(|err| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err))))?;
-        let path = options.get_filename();
-        if path.as_os_str().is_empty() || path.exists() {
-            return Ok(());
-        }
-        match owner_only_file(path) {
-            Ok(()) => Ok(()),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            Err(err) => Err(DbErr::Conn(sea_orm::RuntimeErr::Internal(format!(
-                "cannot create {}: {err}",
-                path.display()
-            )))),
-        }
-    }
-
-    /// The reader pool: up to four connections on SQLite, eight on PostgreSQL, opened now so
-    /// that a database that cannot be opened is a start-up error.
-    async fn open_readers(&self) -> Result<DatabaseConnection, DbErr> {
-        match self.backend {
-            Backend::Sqlite => self.open(4, false).await,
-            Backend::Postgres => {
-                self.try_connect().await?;
-                self.open(8, false).await
-            }
-        }
-    }
-
-    /// One plain connection, opened and closed: the pool retries a failed connection until
-    /// its acquire timeout and then says only "pool timed out", where this says why (a
-    /// refused port, an unknown host, a wrong password).
-    async fn try_connect(&self) -> Result<(), DbErr> {
-        use sea_orm::sqlx::Connection as _;
-        let connecting = sea_orm::sqlx::PgConnection::connect(&self.url);
-        match tokio::time::timeout(ACQUIRE_TIMEOUT, connecting).await {
-            Ok(Ok(connection)) => {
-                let _ = connection.close().await;
-                Ok(())
-            }
-            Ok(Err(err)) => Err(DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err)))),
-            Err(_) => Err(DbErr::Conn(sea_orm::RuntimeErr::Internal(format!(
-                "no answer within {} s",
-                ACQUIRE_TIMEOUT.as_secs()
-            )))),
-        }
-    }
-
-    /// A pool of exactly one connection for the writer, opened when first used. It is never
-    /// recycled for age or idleness: only a failure replaces it.
-    async fn open_writer(&self) -> Result<DatabaseConnection, DbErr> {
-        self.open(1, true).await
-    }
-
-    async fn open(&self, connections: u32, writer: bool) -> Result<DatabaseConnection, DbErr> {
-        if self.backend == Backend::Sqlite {
-            self.create_sqlite_file()?;
-        }
-        let mut options = ConnectOptions::new(&self.url);
-        options.max_connections(connections).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
-        if writer {
-            options.min_connections(0).connect_lazy(true).idle_timeout(None).max_lifetime(None);
-        }
-        if self.backend == Backend::Sqlite {
-            let max_pages = self.options.sqlite_max_pages;
-            options.min_connections(u32::from(!writer)).map_sqlx_sqlite_opts(move |opts| {
-                let opts = opts
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Full)
-                    .busy_timeout(SQLITE_BUSY_TIMEOUT)
-                    .foreign_keys(true)
-                    .pragma("journal_size_limit", SQLITE_JOURNAL_SIZE_LIMIT.to_string());
-                match max_pages {
-                    Some(pages) => opts.pragma("max_page_count", pages.to_string()),
-                    None => opts,
-                }
-            });
-        }
-        sea_orm::Database::connect(options).await
     }
 }
