@@ -112,13 +112,19 @@ fn forwarded_client(peer: IpAddr, headers: &HeaderMap, addressing: &ClientAddres
         ForwardedHeader::XForwardedFor => "x-forwarded-for",
         ForwardedHeader::Forwarded => "forwarded",
     });
-    // A value that is not visible ASCII is one entry that names no address.
-    let entries: Vec<&str> = values
+    // Split on the raw bytes, each entry decoded on its own: a byte a client wrote that is
+    // not visible ASCII spoils its own entry only, never the ones the proxies appended.
+    let elements: Vec<String> = values
         .iter()
-        .flat_map(|value| value.to_str().unwrap_or("\u{fffd}").split(','))
-        .filter_map(|element| match addressing.header {
-            ForwardedHeader::XForwardedFor => Some(element),
-            ForwardedHeader::Forwarded => forwarded_for(element),
+        .flat_map(|value| value.as_bytes().split(|b| *b == b','))
+        .map(|element| String::from_utf8_lossy(element).into_owned())
+        .collect();
+    let entries: Vec<&str> = elements
+        .iter()
+        .map(|element| match addressing.header {
+            ForwardedHeader::XForwardedFor => element.as_str(),
+            // An element without `for=` names nobody: it stays, as a name, in its place.
+            ForwardedHeader::Forwarded => forwarded_for(element).unwrap_or(element.as_str()),
         })
         .filter(|entry| !entry.trim().is_empty())
         .collect();
@@ -215,6 +221,16 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_a_client_wrote_spoils_its_own_entry_only() {
+        let mut headers = HeaderMap::new();
+        let value = HeaderValue::from_bytes(b"6.6.6.\xff, 203.0.113.7").expect("a header value");
+        headers.insert("x-forwarded-for", value);
+        let trusted = addressing(&["127.0.0.1/32"], ForwardedHeader::XForwardedFor);
+        let peer: IpAddr = "127.0.0.1".parse().expect("an address");
+        assert_eq!(forwarded_client(peer, &headers, &trusted), ip("203.0.113.7"));
+    }
+
+    #[test]
     fn ipv6_clients_are_counted_per_network() {
         let a = client("2001:db8:1:2::a", (XFF, ""), &[]);
         let b = client("2001:db8:1:2:ffff::b", (XFF, ""), &[]);
@@ -233,6 +249,8 @@ mod tests {
         assert_eq!(client("127.0.0.1", ("forwarded", forwarded), trusted), ip("2001:db8::"));
         let hidden = client("127.0.0.1", ("forwarded", "for=9.9.9.9, for=_hidden"), trusted);
         assert_eq!(hidden, Subject::Named(digest("_hidden")));
+        let odd = client("127.0.0.1", ("forwarded", "for=9.9.9.9, proto=https"), trusted);
+        assert_eq!(odd, Subject::Named(digest("proto=https")), "never skipped");
         // The header the proxies do not write is not read: a client could have written it.
         assert_eq!(client("127.0.0.1", (XFF, "9.9.9.9"), trusted), ip("9.9.9.9"));
         let mut headers = HeaderMap::new();

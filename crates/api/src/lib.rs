@@ -74,6 +74,13 @@ pub fn parse_new_pet(
         .map_err(|err| err.body().message)
 }
 
+/// The origin (`https://host:port`) of a URL, if it has one.
+fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split(['/', '?', '#']).next().filter(|host| !host.is_empty())?;
+    Some(format!("{scheme}://{host}"))
+}
+
 /// The whole HTTP service.
 pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let service = openapi::service(&state.config);
@@ -88,7 +95,11 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let docs = openapi::docs_page(&service, &document);
     let document =
         Arc::new(Published::new(document, "application/json; charset=utf-8", Vec::new()));
-    let csp = published::content_security_policy(&docs);
+    let origins: Vec<String> = [&state.config.production_url, &state.config.staging_url]
+        .into_iter()
+        .filter_map(|url| origin(url))
+        .collect();
+    let csp = published::content_security_policy(&docs, &origins);
     let docs = Arc::new(Published::new(
         docs,
         "text/html; charset=utf-8",

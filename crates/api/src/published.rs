@@ -76,19 +76,27 @@ impl Published {
     }
 }
 
-/// Whether `Accept-Encoding` accepts gzip (listed, or `*`, without `q=0`).
+/// Whether `Accept-Encoding` accepts gzip: listed without `q=0`, or, when not listed, `*`
+/// without `q=0`.
 fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).any(|value| {
-        value.split(',').any(|coding| {
+    let mut gzip = None;
+    let mut any = None;
+    for value in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
+        for coding in value.split(',') {
             let mut parts = coding.split(';');
             let name = parts.next().unwrap_or_default().trim();
             let refused = parts.any(|p| {
                 let p = p.trim().replace(' ', "");
-                p == "q=0" || p == "q=0.0" || p == "q=0.00" || p == "q=0.000"
+                p.strip_prefix("q=").and_then(|q| q.parse::<f32>().ok()) == Some(0.0)
             });
-            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-        })
-    })
+            if name.eq_ignore_ascii_case("gzip") {
+                gzip = Some(!refused);
+            } else if name == "*" {
+                any = Some(!refused);
+            }
+        }
+    }
+    gzip.or(any).unwrap_or(false)
 }
 
 /// Whether `If-None-Match` names `etag` (or `*`), weak tags included.
@@ -102,8 +110,9 @@ fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 /// The `Content-Security-Policy` of a page whose scripts are all inline: those scripts by
-/// their SHA-256, and nothing else but its own origin.
-pub fn content_security_policy(page: &str) -> String {
+/// their SHA-256, and nothing else but its own origin and the API's `servers` (`origins`,
+/// which its "Try it out" calls).
+pub fn content_security_policy(page: &str, origins: &[String]) -> String {
     let scripts: Vec<String> = inline_scripts(page)
         .map(|script| {
             use base64::Engine as _;
@@ -113,9 +122,10 @@ pub fn content_security_policy(page: &str) -> String {
         .collect();
     format!(
         "default-src 'none'; script-src {}; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
-         font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+         font-src 'self' data:; connect-src 'self' {}; frame-ancestors 'none'; base-uri 'none'; \
          form-action 'none'",
-        scripts.join(" ")
+        scripts.join(" "),
+        origins.join(" ")
     )
 }
 
@@ -162,8 +172,12 @@ mod tests {
         let zipped = doc.respond(&request(&[("accept-encoding", "br, gzip;q=0.8")]));
         assert_eq!(zipped.headers()[header::CONTENT_ENCODING], "gzip");
         assert_ne!(zipped.headers()[header::ETAG].to_str().expect("a tag"), etag);
-        let refused = doc.respond(&request(&[("accept-encoding", "gzip;q=0")]));
-        assert!(refused.headers().get(header::CONTENT_ENCODING).is_none());
+        for refusing in ["gzip;q=0", "gzip;q=0, *", "*;q=0", "br"] {
+            let refused = doc.respond(&request(&[("accept-encoding", refusing)]));
+            assert!(refused.headers().get(header::CONTENT_ENCODING).is_none(), "{refusing}");
+        }
+        let any = doc.respond(&request(&[("accept-encoding", "*")]));
+        assert_eq!(any.headers()[header::CONTENT_ENCODING], "gzip");
         let again = doc.respond(&request(&[("if-none-match", &etag)]));
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
         assert_eq!(again.headers()[header::ETAG].to_str().expect("a tag"), etag);

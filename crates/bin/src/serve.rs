@@ -97,6 +97,9 @@ pub fn openapi_document(document: &DocumentArgs) -> String {
     animal_store_api::openapi_document(&api_config(document))
 }
 
+/// How long closing the database may take at shutdown.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Runs the server.
 pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     // Listening for the signals from the start: a SIGTERM during start-up then stops the
@@ -146,7 +149,10 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     };
     server.run(app, stopping, Duration::from_secs(args.shutdown_grace)).await;
     tracing::info!("stopped accepting requests; closing the database");
-    stores.close().await;
+    // Bounded: a request still stuck on the database must not keep the process alive.
+    if tokio::time::timeout(CLOSE_TIMEOUT, stores.close()).await.is_err() {
+        tracing::warn!("the database did not close within 10 s; exiting without waiting for it");
+    }
     tracing::info!("shut down");
     Ok(())
 }

@@ -11,7 +11,9 @@ use regex::Regex;
 
 /// `scheme://user:password@`: everything up to the colon is kept.
 static USERINFO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:]*):[^\s/?#@]*@").expect("a valid pattern")
+    // Up to the last `@` before a space: a password may hold `/`, `?`, `#` or `@` unescaped
+    // in a malformed URL, and masking too much is harmless.
+    Regex::new(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:]*):\S*@").expect("a valid pattern")
 });
 
 /// A query parameter that carries a password.
@@ -42,6 +44,8 @@ mod tests {
             ),
             ("mysql://root:hunter2@db/x", "mysql://root:***@db/x"),
             ("redis://:hunter2@cache:6379", "redis://:***@cache:6379"),
+            ("postgres://u:p/ss?#x@h/db", "postgres://u:***@h/db"),
+            ("postgres://u:p@ss@h/db", "postgres://u:***@h/db"),
             (
                 "postgres://u@h/db?password=hunter2&sslmode=require",
                 "postgres://u@h/db?password=***&sslmode=require",

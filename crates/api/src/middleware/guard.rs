@@ -38,13 +38,23 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
             return Ok(response);
         }
     }
-    let key = auth::resolve_key(&state.keys, &mut req).await;
-    let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
-        // A key and the key that replaced it share one quota: they are one line.
-        Some(key) => (Subject::Key(key.lineage.clone()), key.plan.quota()),
-        None => (address, state.limiter.policy().per_address),
+    // The key's lookup and the decision get the request timeout too: a database that stalls
+    // rather than refuses must not hold the request past it.
+    let limit = state.config.request_timeout;
+    let decided = tokio::time::timeout(limit, async {
+        let key = auth::resolve_key(&state.keys, &mut req).await;
+        let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
+            // A key and the key that replaced it share one quota: they are one line.
+            Some(key) => (Subject::Key(key.lineage.clone()), key.plan.quota()),
+            None => (address, state.limiter.policy().per_address),
+        };
+        let decision = state.limiter.check(&subject, quota).await;
+        (key, subject, decision)
+    })
+    .await;
+    let Ok((key, subject, decision)) = decided else {
+        return Ok(super::timeout::timed_out(limit));
     };
-    let decision = state.limiter.check(&subject, quota).await;
     telemetry::decided(match (&subject, decision.verdict) {
         (_, Verdict::Admitted) => Outcome::Admitted,
         (Subject::Key(_), Verdict::Limited { .. }) => Outcome::Limited,

@@ -17,10 +17,15 @@ pub async fn request_timeout<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Res
     if let Ok(response) = tokio::time::timeout(limit, respond(ep.as_ref(), req)).await {
         return Ok(response);
     }
+    Ok(timed_out(limit))
+}
+
+/// The 503 of a request not answered within `limit`.
+pub(super) fn timed_out(limit: std::time::Duration) -> Response {
     tracing::warn!(timeout_ms = limit.as_millis(), "request timed out");
     let message =
         format!("the request was not answered within {} ms; retry later", limit.as_millis());
-    Ok(ApiError::new(ErrorCode::ServiceUnavailable, message)
+    ApiError::new(ErrorCode::ServiceUnavailable, message)
         .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
-        .into_response())
+        .into_response()
 }

@@ -172,8 +172,7 @@ impl Activity {
     }
 }
 
-/// Whether a request announces a body (HTTP/1.1's framing; an HTTP/2 request may have one
-/// without either header, and its body is bounded by the request timeout alone).
+/// Whether a request announces a body (HTTP/1.1's framing).
 fn may_have_body(headers: &HeaderMap) -> bool {
     use poem::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
     headers.contains_key(TRANSFER_ENCODING)

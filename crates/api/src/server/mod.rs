@@ -1,4 +1,4 @@
-//! The HTTP server: hyper's HTTP/1.1 and HTTP/2 connections, serving the app, with the
+//! The HTTP server: hyper's HTTP/1.1 connections, serving the app, with the
 //! limits that keep slow and broken clients from holding it (see `docs/operations.md`).
 //!
 //! poem's own `Server` has an inactivity timeout only: a client that sends a byte every few
@@ -86,7 +86,10 @@ impl Server {
         let app: Arc<dyn DynApp> = Arc::new(app.map_to_response());
         let slots = Arc::new(Semaphore::new(limits.max_connections));
         let graceful = GracefulShutdown::new();
-        let mut builder = auto::Builder::new(TokioExecutor::new());
+        // HTTP/1.1 only: a connection's clock reads the start of a request from its first
+        // bytes, which HTTP/2's control frames (PING, WINDOW_UPDATE) would fake; HTTP/2 is
+        // the proxy's to speak.
+        let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
         builder.http1().keep_alive(true);
         let mut accepting = accept::Accepting::new(limits.max_connections);
         tokio::pin!(shutdown);

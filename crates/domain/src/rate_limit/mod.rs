@@ -235,9 +235,13 @@ impl RateLimitState {
     }
 
     /// Whether forgetting this state at `now` would let its subject through sooner: it is
-    /// suspended, or it was refused and has not been admitted since, within its day.
+    /// suspended, or it was refused in the current minute and not admitted since. (A client
+    /// address can only be refused by its minute window, its day holding 1,440 minutes of
+    /// quota; keys, whose day can refuse them, are never forgotten early by the stores.) A
+    /// restriction thus lasts a minute at most unless it is a suspension, so that filling a
+    /// store with restricted subjects costs as much as being refused every minute.
     pub fn is_restricted(&self, now: u64) -> bool {
-        now < self.suspended_until || (self.refusals > 0 && now < self.relevant_until())
+        now < self.suspended_until || (self.refusals > 0 && now / MINUTE == u64::from(self.minute))
     }
 
     /// The state of a subject whose windows are both spent at `now`: what a store that

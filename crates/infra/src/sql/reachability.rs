@@ -13,7 +13,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use animal_store_domain::RepositoryError;
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
 use thiserror::Error;
 
 use super::failure::{is_unreachable, repository_error};
@@ -53,13 +53,38 @@ impl Reachability {
     /// Records a failure: one that says the database cannot be reached marks it so and
     /// starts the probe.
     pub(super) fn observe(self: &Arc<Self>, err: &DbErr) {
-        if is_unreachable(err) && !self.down.swap(true, Ordering::AcqRel) {
+        if is_unreachable(err) && !self.overloaded(err) && !self.down.swap(true, Ordering::AcqRel) {
             tracing::warn!(
                 error = %err,
                 "the database cannot be reached; answering 503 at once until it answers again"
             );
             tokio::spawn(probe(Arc::downgrade(self)));
         }
+    }
+}
+
+impl Reachability {
+    /// Whether `err` is a wait for a pooled connection that timed out because every
+    /// connection of a full pool was busy: overload, which refusing every request at once
+    /// would turn into an outage, not a database that cannot be reached.
+    fn overloaded(&self, err: &DbErr) -> bool {
+        use sea_orm::sqlx::Error;
+        let pool_timeout = match err {
+            DbErr::ConnectionAcquire(_) => true,
+            DbErr::Exec(sea_orm::RuntimeErr::SqlxError(e))
+            | DbErr::Query(sea_orm::RuntimeErr::SqlxError(e)) => {
+                matches!(e.as_ref(), Error::PoolTimedOut)
+            }
+            _ => false,
+        };
+        let (size, max, idle) = if self.readers.get_database_backend() == DbBackend::Sqlite {
+            let pool = self.readers.get_sqlite_connection_pool();
+            (pool.size(), pool.options().get_max_connections(), pool.num_idle())
+        } else {
+            let pool = self.readers.get_postgres_connection_pool();
+            (pool.size(), pool.options().get_max_connections(), pool.num_idle())
+        };
+        pool_timeout && size >= max && idle == 0
     }
 }
 
