@@ -134,7 +134,7 @@ async fn sigterm_lets_an_in_flight_request_finish() {
         .expect("an answer within 10 s")
         .expect("read");
     assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
-    assert!(server.stop(), "the server then exits cleanly");
+    assert!(server.wait(), "the server then exits cleanly");
 
     let server = db.start();
     let all = json(Client::new(&key).get(&server.url("/v1/pets")).await).await;

@@ -222,12 +222,18 @@ impl Server {
     }
 
     /// Asks the server to stop (SIGTERM) and waits for it; returns whether it exited 0.
-    pub fn stop(mut self) -> bool {
+    pub fn stop(self) -> bool {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
             .expect("kill -TERM");
         assert!(status.success());
+        self.wait()
+    }
+
+    /// Waits for the server to exit by itself (after a signal the test sent), at most 15 s;
+    /// returns whether it exited 0.
+    pub fn wait(mut self) -> bool {
         for _ in 0..300 {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return status.success();

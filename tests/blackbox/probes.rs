@@ -29,7 +29,7 @@ async fn sigterm_turns_readiness_off_then_drains_then_stops() {
     assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200, "the API serves on");
     assert_eq!(http.get(server.url("/livez")).send().await.expect("an answer").status(), 200);
 
-    assert!(server.stop(), "the server then exits cleanly");
+    assert!(server.wait(), "the server then exits cleanly");
     assert!(signalled.elapsed() >= Duration::from_secs(2), "it served for --drain-secs first");
 }
 
@@ -56,4 +56,22 @@ async fn readiness_names_a_database_that_went_away() {
     assert_eq!(body["code"], "service_unavailable");
     assert!(body["message"].as_str().unwrap().starts_with("database is not ready"), "{body}");
     assert_eq!(http.get(server.url("/livez")).send().await.expect("an answer").status(), 200);
+}
+
+#[tokio::test]
+async fn a_second_sigterm_ends_the_drain_at_once() {
+    let db = Db::sqlite();
+    let server = Server::start(&db.url, db.path().to_path_buf(), &["--drain-secs", "10"]);
+    let term = || {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &server.pid().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    };
+    term();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let began = Instant::now();
+    assert!(!server.stop(), "a second signal exits with a failure status");
+    assert!(began.elapsed() < Duration::from_secs(3), "without waiting for the drain");
 }

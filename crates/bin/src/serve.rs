@@ -243,8 +243,18 @@ impl Signals {
         })
     }
 
-    /// Resolves on the first of them.
+    /// Resolves on the first of them; a second one, while the server drains or finishes
+    /// its requests, ends the process at once with status 1.
     async fn recv(mut self) {
+        self.first().await;
+        tokio::spawn(async move {
+            self.first().await;
+            tracing::warn!("second signal: exiting at once, without finishing requests");
+            std::process::exit(1);
+        });
+    }
+
+    async fn first(&mut self) {
         tokio::select! {
             _ = self.interrupt.recv() => tracing::info!("SIGINT received: finishing in-flight requests"),
             _ = self.terminate.recv() => tracing::info!("SIGTERM received: finishing in-flight requests"),
