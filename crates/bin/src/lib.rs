@@ -49,11 +49,18 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return fail(&Failure::Startup(err.into())),
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // The work is done and the database closed: a task of a library that does not end
+    // must not keep the process alive.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => fail(&failure),
     }
 }
+
+/// How long the runtime's last tasks get once a command is done.
+const RUNTIME_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command.clone().unwrap_or(Command::Serve(cli.serve.clone())) {

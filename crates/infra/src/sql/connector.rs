@@ -132,6 +132,10 @@ impl Connector {
             options.min_connections(0).connect_lazy(true).idle_timeout(None).max_lifetime(None);
         }
         if self.backend == Backend::Sqlite {
+            // A local file's connections never go stale: no idle or lifetime limit, and so
+            // no maintenance task (sqlx 0.9's can spin a core when its pool closes under it,
+            // which hangs a short command's exit).
+            options.idle_timeout(None).max_lifetime(None);
             let max_pages = self.options.sqlite_max_pages;
             options.min_connections(u32::from(!writer)).map_sqlx_sqlite_opts(move |opts| {
                 let opts = opts
