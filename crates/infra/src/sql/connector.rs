@@ -60,14 +60,20 @@ impl Connector {
         self.backend
     }
 
+    /// The path of the SQLite file, as the URL names it.
+    pub(super) fn sqlite_path(&self) -> Result<std::path::PathBuf, DbErr> {
+        use std::str::FromStr as _;
+        let options = sea_orm::sqlx::sqlite::SqliteConnectOptions::from_str(&self.url)
+            .map_err(|err| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err))))?;
+        Ok(options.get_filename().to_owned())
+    }
+
     /// Creates a missing SQLite file readable by its owner only: it holds key digests.
     /// SQLite gives the `-wal` and `-shm` files beside it the same permissions. An existing
     /// file is left as it is.
     fn create_sqlite_file(&self) -> Result<(), DbErr> {
-        use std::str::FromStr as _;
-        let options = sea_orm::sqlx::sqlite::SqliteConnectOptions::from_str(&self.url)
-            .map_err(|err| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err))))?;
-        let path = options.get_filename();
+        let path = self.sqlite_path()?;
+        let path = path.as_path();
         if path.as_os_str().is_empty() || path.exists() {
             return Ok(());
         }

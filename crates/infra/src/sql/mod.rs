@@ -4,9 +4,11 @@
 //!
 //! - SQLite (the default, a file beside the server): WAL journal, `synchronous=FULL` so an
 //!   acknowledged write survives `kill -9` and power loss, a busy timeout, a bounded WAL
-//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Up to four readers,
-//!   which WAL lets run beside the writer, and one writer connection, so the process never
-//!   fights itself for SQLite's single write lock.
+//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Pets are read on
+//!   reader threads that each own a read-only connection of the synchronous SeaORM
+//!   (`reader_threads.rs`); keys, backups and the readiness check use a pool of up to four
+//!   async readers. WAL lets them all read beside the one writer connection, so the process
+//!   never fights itself for SQLite's single write lock.
 //! - PostgreSQL: a pool of readers and one writer connection.
 //!
 //! Every write goes through one task, the writer, which owns the writer connection, commits
@@ -21,6 +23,7 @@ mod migration;
 mod outage;
 mod pets;
 mod reachability;
+mod reader_threads;
 mod writer;
 
 use std::sync::Arc;
@@ -39,6 +42,7 @@ pub use writer::MAX_BATCH;
 use connector::{Connector, owner_only_file};
 use failure::{FailureKind, corrupt};
 use reachability::{Reachability, Reads};
+use reader_threads::ReaderThreads;
 use writer::Writer;
 
 /// Which database server a [`Database`] talks to.
@@ -95,6 +99,8 @@ pub struct DatabaseOptions {
 pub struct Database {
     connector: Connector,
     readers: DatabaseConnection,
+    /// SQLite's reader threads, which serve the pet reads.
+    threads: Option<Arc<ReaderThreads>>,
     reads: Arc<Reads>,
     writer: Writer,
     stop_writer: oneshot::Sender<()>,
@@ -120,12 +126,21 @@ impl Database {
     pub async fn connect_with(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
         let connector = Connector::new(url, options)?;
         let readers = connector.open_readers().await.map_err(DatabaseError::Connect)?;
+        let threads = match connector.backend {
+            Backend::Sqlite => {
+                let path = connector.sqlite_path().map_err(DatabaseError::Connect)?;
+                let threads = ReaderThreads::start(&path, reader_thread_count())
+                    .map_err(DatabaseError::Connect)?;
+                Some(Arc::new(threads))
+            }
+            Backend::Postgres => None,
+        };
         let reachability = Reachability::new(readers.clone());
         let (stop_writer, stop) = oneshot::channel();
         let (writer, writer_task) =
             Writer::start(connector.clone(), Arc::clone(&reachability), stop);
         let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
-        Ok(Self { connector, readers, reads, writer, stop_writer, writer_task })
+        Ok(Self { connector, readers, threads, reads, writer, stop_writer, writer_task })
     }
 
     /// Applies the migrations not applied yet, on a connection of their own.
@@ -198,7 +213,12 @@ impl Database {
 
     /// The pet repository over this database. Clones share the writer.
     pub fn pets(&self) -> SeaOrmPetRepository {
-        SeaOrmPetRepository::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
+        SeaOrmPetRepository::new(
+            self.readers.clone(),
+            self.threads.clone(),
+            Arc::clone(&self.reads),
+            self.writer.clone(),
+        )
     }
 
     /// The readiness check of this database.
@@ -249,7 +269,11 @@ impl Database {
     /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
     /// WAL into the database file, so the next start does not replay it.
     pub async fn close(self) {
-        let Self { readers, stop_writer, writer_task, .. } = self;
+        let Self { readers, threads, stop_writer, writer_task, .. } = self;
+        if let Some(threads) = threads {
+            // The reads already queued finish first.
+            let _ = tokio::task::spawn_blocking(move || threads.stop()).await;
+        }
         // The writer may have ended already; then there is nothing to stop.
         let _ = stop_writer.send(());
         if let Err(err) = writer_task.await {
@@ -259,6 +283,11 @@ impl Database {
             tracing::warn!(error = %err, "closing the database readers failed");
         }
     }
+}
+
+/// How many reader threads SQLite gets: one per core, at least two, at most eight.
+fn reader_thread_count() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZero::get).clamp(2, 8)
 }
 
 /// The histogram of how many writes each transaction of the writer commits together.

@@ -1,6 +1,7 @@
 //! The pet repository over SeaORM.
 //!
-//! Reads go to the reader pool. Inserts go through the database's writer (see
+//! Reads go to the reader pool, or on SQLite to the reader threads (see
+//! [`reader_threads`](super::reader_threads)). Inserts go through the database's writer (see
 //! [`writer`](super::writer)), which commits many of them in one transaction under load.
 //!
 //! Rows are inserted with `Entity::insert(..).exec(..)`, and sea-orm's default feature
@@ -16,26 +17,34 @@ use animal_store_domain::{
 };
 use async_trait::async_trait;
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, NotSet, QueryFilter,
-    QueryOrder, QuerySelect, Set,
+    ColumnTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, EntityTrait, NotSet,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
 };
 
 use super::corrupt;
 use super::entity::pet;
 use super::reachability::Reads;
+use super::reader_threads::ReaderThreads;
 use super::writer::Writer;
 
-/// Pets in an SQL database. Cheap to clone: clones share the reader pool and the writer.
+/// Pets in an SQL database. Cheap to clone: clones share the readers and the writer.
 #[derive(Clone)]
 pub struct SeaOrmPetRepository {
     readers: DatabaseConnection,
+    /// SQLite's reader threads, which serve the reads when present.
+    threads: Option<Arc<ReaderThreads>>,
     reads: Arc<Reads>,
     writer: Writer,
 }
 
 impl SeaOrmPetRepository {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
-        Self { readers, reads, writer }
+    pub(super) fn new(
+        readers: DatabaseConnection,
+        threads: Option<Arc<ReaderThreads>>,
+        reads: Arc<Reads>,
+        writer: Writer,
+    ) -> Self {
+        Self { readers, threads, reads, writer }
     }
 }
 
@@ -64,6 +73,32 @@ fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
     })
 }
 
+/// Runs `query` on SQLite's reader threads, each row as a [`pet::Model`].
+async fn read_on_threads(
+    threads: &ReaderThreads,
+    query: impl QueryTrait,
+) -> Result<Vec<pet::Model>, DbErr> {
+    let sea_orm::Statement { sql, values, .. } = query.build(DbBackend::Sqlite);
+    let statement =
+        sea_orm_sync::Statement { sql, values, db_backend: sea_orm_sync::DbBackend::Sqlite };
+    threads
+        .run(move |connection| {
+            use sea_orm_sync::ConnectionTrait as _;
+            connection.query_all_raw(statement)?.iter().map(from_sync_row).collect()
+        })
+        .await
+}
+
+/// A row the reader threads read: the columns of [`pet::Model`], by name.
+fn from_sync_row(row: &sea_orm_sync::QueryResult) -> Result<pet::Model, sea_orm_sync::DbErr> {
+    Ok(pet::Model {
+        id: row.try_get("", "id")?,
+        name: row.try_get("", "name")?,
+        category_id: row.try_get("", "category_id")?,
+        status: row.try_get("", "status")?,
+    })
+}
+
 /// The query of a page: `limit` pets after `after`, of `status` if given, by id.
 pub(super) fn list_query(
     status: Option<PetStatus>,
@@ -87,11 +122,14 @@ impl PetRepository for SeaOrmPetRepository {
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
-        self.reads
-            .run(pet::Entity::find_by_id(id.get()).one(&self.readers))
-            .await?
-            .map(|row| to_pet(&row))
-            .transpose()
+        let query = pet::Entity::find_by_id(id.get());
+        let row = match &self.threads {
+            Some(threads) => {
+                self.reads.run(read_on_threads(threads, query.limit(1))).await?.into_iter().next()
+            }
+            None => self.reads.run(query.one(&self.readers)).await?,
+        };
+        row.map(|row| to_pet(&row)).transpose()
     }
 
     async fn list(
@@ -101,11 +139,10 @@ impl PetRepository for SeaOrmPetRepository {
         limit: usize,
     ) -> Result<Vec<Pet>, RepositoryError> {
         let query = list_query(status, after, limit);
-        self.reads
-            .run(query.all(&self.readers))
-            .await?
-            .into_iter()
-            .map(|row| to_pet(&row))
-            .collect()
+        let rows = match &self.threads {
+            Some(threads) => self.reads.run(read_on_threads(threads, query)).await?,
+            None => self.reads.run(query.all(&self.readers)).await?,
+        };
+        rows.iter().map(to_pet).collect()
     }
 }
