@@ -68,3 +68,22 @@ async fn the_write_ahead_log_stays_bounded_under_sustained_inserts() {
     let after_close = std::fs::metadata(file.wal_path()).map_or(0, |m| m.len());
     assert_eq!(after_close, 0, "closing checkpoints and empties the WAL");
 }
+
+/// The bundled SQLite is built with the query planner stability guarantee (see
+/// `.cargo/config.toml`): without it every page query is parsed and planned again.
+#[tokio::test]
+async fn sqlite_keeps_its_prepared_page_queries() {
+    use sea_orm::ConnectionTrait as _;
+    let connection = sea_orm::Database::connect("sqlite::memory:").await.unwrap();
+    let options = connection.query_all_raw(sea_orm::Statement::from_string(
+        sea_orm::DbBackend::Sqlite,
+        "PRAGMA compile_options",
+    ));
+    let options: Vec<String> = options
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.try_get_by_index(0).unwrap())
+        .collect();
+    assert!(options.iter().any(|option| option == "ENABLE_QPSG"), "{options:?}");
+}
