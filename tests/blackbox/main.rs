@@ -24,3 +24,4 @@ mod permissions;
 mod probes;
 mod rate_limits;
 mod secrets;
+mod shared_limits;

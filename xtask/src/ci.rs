@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use crate::cmd;
 use crate::postgres::Postgres;
+use crate::redis::Redis;
 use crate::tidy;
 
 /// Names of the steps that failed so far.
@@ -47,18 +48,27 @@ pub fn run(root: &Path) -> ExitCode {
     clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
     steps.command(clippy);
 
-    cmd::header("start throwaway PostgreSQL");
-    match Postgres::start() {
-        Ok(server) => {
-            run_tests(root, &server, &mut steps);
-            // Stop now rather than at the end of the function so the server's
+    cmd::header("start throwaway PostgreSQL and Redis");
+    match (Postgres::start(), Redis::start()) {
+        (Ok(postgres), Ok(redis)) => {
+            run_tests(
+                root,
+                &|command| {
+                    postgres.apply_env(command);
+                    redis.apply_env(command);
+                },
+                &mut steps,
+            );
+            // Stop now rather than at the end of the function so the servers'
             // shutdown shows up before the summary line.
-            drop(server);
+            drop((postgres, redis));
         }
-        Err(err) => {
-            cmd::print_error("error", &err);
-            eprintln!("error: skipping tests, they need PostgreSQL");
-            steps.failed.push("start throwaway PostgreSQL".to_owned());
+        (postgres, redis) => {
+            for err in [postgres.err(), redis.err()].into_iter().flatten() {
+                cmd::print_error("error", &err);
+            }
+            eprintln!("error: skipping tests, they need PostgreSQL and Redis");
+            steps.failed.push("start throwaway PostgreSQL and Redis".to_owned());
         }
     }
 
@@ -71,7 +81,7 @@ pub fn run(root: &Path) -> ExitCode {
     }
 }
 
-fn run_tests(root: &Path, server: &Postgres, steps: &mut Steps) {
+fn run_tests(root: &Path, servers: &dyn Fn(&mut Command), steps: &mut Steps) {
     let nextest = has_nextest(root);
 
     // nextest does not run doc tests, so they go first, on their own; the main run comes
@@ -79,7 +89,7 @@ fn run_tests(root: &Path, server: &Postgres, steps: &mut Steps) {
     if nextest {
         let mut doc_tests = cmd::cargo(root);
         doc_tests.args(["test", "--workspace", "--doc"]);
-        server.apply_env(&mut doc_tests);
+        servers(&mut doc_tests);
         steps.command(doc_tests);
     }
 
@@ -89,7 +99,7 @@ fn run_tests(root: &Path, server: &Postgres, steps: &mut Steps) {
     } else {
         tests.args(["test", "--workspace", "--no-fail-fast"]);
     }
-    server.apply_env(&mut tests);
+    servers(&mut tests);
     steps.command(tests);
 
     // A user's crate outside the workspace, on the binary the tests above built.

@@ -9,6 +9,7 @@ mod cmd;
 mod load;
 mod openapi;
 mod postgres;
+mod redis;
 mod system;
 mod tidy;
 
@@ -18,15 +19,18 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, Result};
 
 use crate::postgres::Postgres;
+use crate::redis::Redis;
 
 const USAGE: &str = "\
 Usage: cargo xtask <task> [args...]
 
 Tasks:
   ci                      cargo fmt --check, tidy, clippy, then all tests (and doc tests)
-                          against a throwaway PostgreSQL server
+                          against a throwaway PostgreSQL server and a throwaway Redis
   postgres -- <cmd...>    run <cmd> with a throwaway PostgreSQL server; the command gets
                           ANIMAL_STORE_TEST_POSTGRES_URL and ANIMAL_STORE_REQUIRE_POSTGRES=1
+  redis -- <cmd...>       run <cmd> with a throwaway Redis server; the command gets
+                          ANIMAL_STORE_TEST_REDIS_URL and ANIMAL_STORE_REQUIRE_REDIS=1
   openapi [--check]       regenerate docs/openapi.json, or fail if it is out of date
   bench [args...]         cargo bench --workspace [args...]
   load                    the release server under wrk against a ceiling server, ABAB:
@@ -62,7 +66,17 @@ fn run() -> Result<ExitCode> {
 
     match (task.to_str(), rest.as_slice()) {
         (Some("ci"), []) => Ok(ci::run(&root)),
-        (Some("postgres"), _) => postgres_task(rest),
+        (Some("postgres"), _) => with_server("postgres", rest, |command| {
+            let server =
+                Postgres::start().context("could not start a throwaway PostgreSQL server")?;
+            server.apply_env(command);
+            Ok(Box::new(server))
+        }),
+        (Some("redis"), _) => with_server("redis", rest, |command| {
+            let server = Redis::start().context("could not start a throwaway Redis server")?;
+            server.apply_env(command);
+            Ok(Box::new(server))
+        }),
         (Some("openapi"), []) => openapi::run(&root, false),
         (Some("openapi"), [flag]) if flag == "--check" => openapi::run(&root, true),
         (Some("bench"), _) => bench(&root, &rest),
@@ -89,23 +103,28 @@ fn usage_error() -> ExitCode {
     ExitCode::from(USAGE_ERROR)
 }
 
-/// `cargo xtask postgres -- <cmd...>`: lets developers run a subset of tests (or
-/// `psql`) against the same kind of server CI uses.
-fn postgres_task(args: Vec<OsString>) -> Result<ExitCode> {
+/// `cargo xtask postgres -- <cmd...>` and `cargo xtask redis -- <cmd...>`: let developers
+/// run a subset of tests (or `psql`, `redis-cli`) against the same kind of server CI uses.
+/// `start` starts the server and points the command at it; the server stops when the
+/// command ends.
+fn with_server(
+    task: &str,
+    args: Vec<OsString>,
+    start: impl FnOnce(&mut Command) -> Result<Box<dyn std::any::Any>>,
+) -> Result<ExitCode> {
     let mut args = args.into_iter().peekable();
     // The `--` is optional: cargo's alias already consumed one, and people forget.
     if args.peek().is_some_and(|arg| arg == "--") {
         args.next();
     }
     let Some(program) = args.next() else {
-        eprintln!("error: `cargo xtask postgres` needs a command to run\n");
+        eprintln!("error: `cargo xtask {task}` needs a command to run\n");
         return Ok(usage_error());
     };
 
-    let server = Postgres::start().context("could not start a throwaway PostgreSQL server")?;
     let mut command = Command::new(&program);
     command.args(args);
-    server.apply_env(&mut command);
+    let server = start(&mut command)?;
     let description = cmd::describe(&command);
     cmd::header(&description);
     let status = command.status().with_context(|| format!("could not run `{description}`"))?;

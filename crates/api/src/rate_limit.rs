@@ -52,6 +52,11 @@ pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
                 ),
             )
         }
+        Verdict::Unavailable { retry_after } => (
+            ErrorCode::ServiceUnavailable,
+            retry_after,
+            "the rate limiter's store cannot be reached; retry shortly".to_owned(),
+        ),
         Verdict::Suspended { retry_after, .. } => (
             ErrorCode::ApiKeySuspended,
             retry_after,

@@ -60,6 +60,8 @@ pub enum Outcome {
     Suspended,
     /// A client address over its quota for requests without a valid key.
     AddressLimited,
+    /// Refused because the shared counters could not be reached (`--limiter-failure closed`).
+    StoreUnavailable,
 }
 
 impl Outcome {
@@ -69,6 +71,7 @@ impl Outcome {
             Self::Limited => "limited",
             Self::Suspended => "suspended",
             Self::AddressLimited => "address_limited",
+            Self::StoreUnavailable => "store_unavailable",
         }
     }
 }

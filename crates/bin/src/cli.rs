@@ -148,9 +148,25 @@ pub struct ServeArgs {
     pub ipv6_prefix: u8,
 
     /// Where request counters are kept: `memory` (compact sharded maps) or `moka` (a moka
-    /// cache, about three times the memory per subject; see docs/benchmarks.md).
+    /// cache, about three times the memory per subject; see docs/benchmarks.md), in this
+    /// process; or `redis`, shared by every instance that names the same `--redis-url`.
     #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", value_enum, default_value_t = RateLimiterKind::Memory)]
     pub rate_limiter: RateLimiterKind,
+
+    /// The Redis server of `--rate-limiter redis`: `redis://[:PASSWORD@]HOST:PORT[/DB]`.
+    #[arg(long, env = "REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// How long a rate-limit decision waits for Redis before `--limiter-failure` applies:
+    /// `50ms`, `1s`...
+    #[arg(long, env = "ANIMAL_STORE_LIMITER_TIMEOUT", default_value = "50ms", value_parser = parse_duration)]
+    pub limiter_timeout: Duration,
+
+    /// What a rate-limit decision does when Redis does not answer in time or fails: `local`
+    /// counts in this instance meanwhile (a key may get its quota from each instance),
+    /// `open` admits every request, `closed` answers 503.
+    #[arg(long, env = "ANIMAL_STORE_LIMITER_FAILURE", value_enum, default_value_t = LimiterFailureMode::Local)]
+    pub limiter_failure: LimiterFailureMode,
 
     /// The most subjects (keys and client addresses) whose counters are kept in memory.
     #[arg(long, env = "ANIMAL_STORE_LIMITER_CAPACITY", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -229,6 +245,19 @@ pub enum RateLimiterKind {
     Memory,
     /// A moka cache in this process.
     Moka,
+    /// Redis, shared by several instances.
+    Redis,
+}
+
+/// What a rate-limit decision does without Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LimiterFailureMode {
+    /// Count in this instance until Redis answers again.
+    Local,
+    /// Admit every request.
+    Open,
+    /// Answer 503.
+    Closed,
 }
 
 /// The plans a key can be issued on.

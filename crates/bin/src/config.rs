@@ -33,6 +33,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, matches: &ArgMatches) -> ExitCode {
             ("database_url", Some(url)) => {
                 url.parse::<DatabaseUrl>().map_or(url, |url| url.to_string())
             }
+            ("redis_url", Some(url)) => animal_store_infra::redact::redact(&url).into_owned(),
             (_, Some(value)) => value,
             ("max_connections", None) => {
                 "(10000, or the file descriptor limit less 64 when lower)".to_owned()

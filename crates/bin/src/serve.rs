@@ -11,7 +11,10 @@ use animal_store_domain::{Clock, KeyService, Plan, Quota, RateLimitPolicy};
 use animal_store_infra::SystemClock;
 use anyhow::Context;
 
-use crate::cli::{Cli, ConnectionArgs, DocumentArgs, ForwardedHeaderName, ServeArgs};
+use crate::cli::{
+    Cli, ConnectionArgs, DocumentArgs, ForwardedHeaderName, LimiterFailureMode, RateLimiterKind,
+    ServeArgs,
+};
 use crate::exporter::PrometheusExporter;
 use crate::fixtures::Fixtures;
 use crate::stores::Stores;
@@ -60,8 +63,35 @@ fn clock(args: &ServeArgs) -> Arc<dyn Clock> {
     Arc::new(SystemClock)
 }
 
+/// The Redis rate limiter of `--rate-limiter redis`, connected.
+async fn redis_limiter(
+    args: &ServeArgs,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<dyn animal_store_domain::RateLimiter>> {
+    use animal_store_infra::{LimiterFailure, RedisLimiterOptions, RedisRateLimiter};
+    let url = args.redis_url.as_deref().context("--rate-limiter redis needs --redis-url")?;
+    let options = RedisLimiterOptions {
+        key_prefix: "as".to_owned(),
+        timeout: args.limiter_timeout,
+        failure: match args.limiter_failure {
+            LimiterFailureMode::Local => LimiterFailure::Local,
+            LimiterFailureMode::Open => LimiterFailure::Open,
+            LimiterFailureMode::Closed => LimiterFailure::Closed,
+        },
+        local_capacity: args.limiter_capacity,
+    };
+    let limiter = RedisRateLimiter::connect(url, limit_policy(args)?, options, clock)
+        .await
+        .map_err(|err| anyhow::Error::new(err).context(redact(url)))?;
+    Ok(Arc::new(limiter))
+}
+
+fn redact(url: &str) -> String {
+    format!("Redis at {}", animal_store_infra::redact::redact(url))
+}
+
 /// The services of `serve` over `stores`.
-fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppState> {
+async fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppState> {
     let wiring = stores
         .health_checks()
         .into_iter()
@@ -71,8 +101,15 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
     } else {
         wiring
     };
+    let clock = clock(args);
+    let wiring = match args.rate_limiter {
+        RateLimiterKind::Redis => {
+            wiring.rate_limiter_adapter(redis_limiter(args, clock.clone()).await?)
+        }
+        kind => wiring.rate_limiter(kind, args.limiter_capacity),
+    };
     Ok(wiring
-        .clock(clock(args))
+        .clock(clock)
         .policy(limit_policy(args)?)
         .environment(cli.environment)
         .config(ApiConfig {
@@ -87,7 +124,6 @@ fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppStat
             request_timeout: args.connections.request_timeout,
             ..api_config(&args.document)
         })
-        .rate_limiter(args.rate_limiter, args.limiter_capacity)
         .state())
 }
 
@@ -111,7 +147,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     }
     let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
     let started = async {
-        let state = state(args, cli, &stores)?;
+        let state = state(args, cli, &stores).await?;
         let mut keys = greet(&stores, &state.keys).await?;
         if let Some(fixtures) = fixtures {
             keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
@@ -161,6 +197,11 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
 pub fn check(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
     crate::stores::check_url(&cli.database_url)?;
     limit_policy(args)?;
+    if args.rate_limiter == RateLimiterKind::Redis {
+        let url = args.redis_url.as_deref().context("--rate-limiter redis needs --redis-url")?;
+        animal_store_infra::redis_limiter::check_url(url)
+            .map_err(|err| anyhow::Error::new(err).context(redact(url)))?;
+    }
     fixtures(cli, args)?;
     if let Some(path) = &args.ready_file {
         ready_file_directory(path)?;

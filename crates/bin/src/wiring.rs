@@ -141,7 +141,8 @@ impl Wiring {
             Limiter::Kind { kind: RateLimiterKind::Memory, capacity } => {
                 Arc::new(MemoryRateLimiter::new(policy, capacity, clock.clone()))
             }
-            Limiter::Kind { kind: RateLimiterKind::Moka, capacity } => {
+            // Redis needs a connection first: `serve` connects and hands the adapter in.
+            Limiter::Kind { kind: RateLimiterKind::Moka | RateLimiterKind::Redis, capacity } => {
                 Arc::new(MokaRateLimiter::new(policy, capacity, clock.clone()))
             }
             Limiter::Given(limiter) => limiter,

@@ -29,6 +29,7 @@ pub mod faults;
 pub mod memory;
 pub mod rate_limiter;
 pub mod redact;
+pub mod redis_limiter;
 pub mod sql;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -37,6 +38,7 @@ pub use cache::CachedApiKeyStore;
 pub use clock::SystemClock;
 pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
+pub use redis_limiter::{LimiterFailure, RedisLimiterOptions, RedisRateLimiter};
 pub use sql::{
     BATCH_SIZE_METRIC, BackupError, Database, DatabaseError, DatabaseHealth, DatabaseOptions,
     POOL_METRIC, PoolMetrics, SeaOrmApiKeyStore, SeaOrmPetRepository,

@@ -60,3 +60,23 @@ async fn a_slow_rate_limiter_still_passes() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_rate_limiters_sharing_their_counters() {
+    conformance::shared_rate_limiters(|clock, policy| {
+        let limiter: Arc<dyn animal_store_domain::RateLimiter> =
+            Arc::new(MemoryRateLimiter::new(policy, 1_000_000, clock));
+        [limiter.clone(), limiter]
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn moka_rate_limiters_sharing_their_counters() {
+    conformance::shared_rate_limiters(|clock, policy| {
+        let limiter: Arc<dyn animal_store_domain::RateLimiter> =
+            Arc::new(MokaRateLimiter::new(policy, MokaRateLimiter::DEFAULT_CAPACITY, clock));
+        [limiter.clone(), limiter]
+    })
+    .await;
+}

@@ -79,11 +79,7 @@ async fn sqlite_keeps_its_prepared_page_queries() {
         sea_orm::DbBackend::Sqlite,
         "PRAGMA compile_options",
     ));
-    let options: Vec<String> = options
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.try_get_by_index(0).unwrap())
-        .collect();
+    let options: Vec<String> =
+        options.await.unwrap().iter().map(|row| row.try_get_by_index(0).unwrap()).collect();
     assert!(options.iter().any(|option| option == "ENABLE_QPSG"), "{options:?}");
 }

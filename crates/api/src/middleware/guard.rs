@@ -57,6 +57,7 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     };
     telemetry::decided(match (&subject, decision.verdict) {
         (_, Verdict::Admitted) => Outcome::Admitted,
+        (_, Verdict::Unavailable { .. }) => Outcome::StoreUnavailable,
         (Subject::Key(_), Verdict::Limited { .. }) => Outcome::Limited,
         (Subject::Key(_), Verdict::Suspended { .. }) => Outcome::Suspended,
         (Subject::Address(_) | Subject::Named(_), _) => Outcome::AddressLimited,

@@ -83,6 +83,12 @@ pub enum Verdict {
         /// Seconds until the binding window resets.
         retry_after: u64,
     },
+    /// It is refused: the store of the counters cannot be reached and the service is set to
+    /// refuse rather than count locally. Retry after `retry_after` seconds (at least 1).
+    Unavailable {
+        /// Seconds to wait before retrying.
+        retry_after: u64,
+    },
     /// It is refused: the key is suspended until `until` (Unix seconds).
     Suspended {
         /// When the suspension ends.
@@ -144,6 +150,18 @@ pub struct RateLimitState {
 }
 
 impl RateLimitState {
+    /// A state from its stored parts: the minute and the day (indices since the Unix epoch)
+    /// with the requests each admitted, the refusals since the last admission, and the end
+    /// of a suspension in Unix seconds (0 for none). For stores that keep the parts apart.
+    pub const fn from_parts(
+        (minute, minute_count): (u32, u32),
+        (day, day_count): (u32, u32),
+        refusals: u32,
+        suspended_until: u64,
+    ) -> Self {
+        Self { minute, minute_count, day, day_count, refusals, suspended_until }
+    }
+
     /// Decides on one request of a subject with `quota` at `now` (Unix seconds), and
     /// updates the counters. `suspendable` is false for subjects that cannot be suspended
     /// (client addresses).

@@ -130,6 +130,7 @@ proptest! {
                 }
                 Verdict::Limited { retry_after } => prop_assert!((1..=DAY).contains(&retry_after)),
                 Verdict::Suspended { .. } => prop_assert!(false, "addresses are never suspended"),
+                Verdict::Unavailable { .. } => prop_assert!(false, "the state is always at hand"),
             }
             let binding = d.binding();
             prop_assert!(binding.remaining <= d.minute.remaining && binding.remaining <= d.day.remaining);

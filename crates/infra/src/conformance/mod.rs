@@ -337,3 +337,40 @@ where
     }
     assert_eq!(admitted, 60, "200 concurrent requests admit exactly the quota");
 }
+
+/// Checks limiters that share one store, as several instances of the service do: 32 tasks,
+/// half on each of two limiters, send 10 requests each for one key, and exactly its quota
+/// is admitted between them; afterwards both see the key's windows spent. `make` builds two
+/// limiters over one fresh store (for a store in the process, one limiter twice).
+pub async fn shared_rate_limiters<F>(make: F)
+where
+    F: Fn(Arc<dyn Clock>, RateLimitPolicy) -> [Arc<dyn RateLimiter>; 2],
+{
+    let free = Plan::Free.quota();
+    let key = Subject::Key(KeyId::new("shared000001").expect("a valid id"));
+    // Suspensions out of the way: 260 refusals would otherwise suspend the key.
+    let policy = RateLimitPolicy { suspend_after: 1_000, ..RateLimitPolicy::default() };
+    let limiters = make(Arc::new(ManualClock::at_unix(LIMITER_EPOCH + 30)), policy);
+    let tasks: Vec<_> = (0..32)
+        .map(|task| {
+            let (limiter, key) = (limiters[task % 2].clone(), key.clone());
+            tokio::spawn(async move {
+                let mut admitted = 0_u32;
+                for _ in 0..10 {
+                    admitted += u32::from(limiter.check(&key, free).await.is_admitted());
+                }
+                admitted
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for task in tasks {
+        admitted += task.await.expect("a task");
+    }
+    assert_eq!(admitted, 60, "320 requests over two limiters admit exactly the quota");
+    for limiter in &limiters {
+        let peeked = limiter.peek(&key, free).await;
+        assert_eq!(peeked.minute.remaining, 0, "every limiter sees the minute spent");
+        assert_eq!(peeked.day.remaining, 940, "and the day counting the admitted only");
+    }
+}

@@ -126,3 +126,38 @@ async fn open_migrated(url: &str) -> Database {
     db.migrate().await.expect("migrate the test database");
     db
 }
+
+/// The variable that names a Redis server for tests: `redis://127.0.0.1:PORT`. `cargo xtask
+/// ci` and `cargo xtask redis` start a throwaway server and set it.
+pub const REDIS_URL_VARIABLE: &str = "ANIMAL_STORE_TEST_REDIS_URL";
+/// When set, a missing Redis server fails the tests that need one instead of skipping them.
+/// `cargo xtask ci` sets it.
+pub const REQUIRE_REDIS_VARIABLE: &str = "ANIMAL_STORE_REQUIRE_REDIS";
+
+/// The URL of the test Redis server, or `None` when no server is named (see
+/// [`REDIS_URL_VARIABLE`]); then the caller skips its test, and says so. Tests share the
+/// server: each keeps its keys apart with a prefix of its own ([`unique_prefix`]).
+///
+/// # Panics
+///
+/// When [`REQUIRE_REDIS_VARIABLE`] is set and no server is named.
+pub fn redis_url() -> Option<String> {
+    let url = std::env::var(REDIS_URL_VARIABLE).ok();
+    if url.is_none() {
+        assert!(
+            std::env::var_os(REQUIRE_REDIS_VARIABLE).is_none(),
+            "{REQUIRE_REDIS_VARIABLE} is set but {REDIS_URL_VARIABLE} is not"
+        );
+        eprintln!("skipped: no Redis server (run through `cargo xtask ci` or `cargo xtask redis`)");
+    }
+    url
+}
+
+/// A key prefix no other test of any process uses.
+pub fn unique_prefix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("t{}-{nanos}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
