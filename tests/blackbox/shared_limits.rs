@@ -1,6 +1,8 @@
 //! Several instances of the binary with their rate-limit counters in one Redis: one quota
 //! for all of them, and the start-up errors of the Redis settings.
 
+use std::time::{Duration, Instant};
+
 use animal_store_infra::testing::databases::redis_url;
 
 use crate::harness::{Client, Db, Server};
@@ -39,7 +41,7 @@ async fn two_instances_on_one_redis_admit_a_free_key_its_quota_once() {
     let created =
         writer.post(&servers[0].url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#).await;
     assert_eq!(created.status().as_u16(), 201);
-    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let location = created.headers()["location"].to_str().expect("ascii").to_owned();
     let read = writer.get(&servers[1].url(&location)).await;
     assert_eq!(read.status().as_u16(), 200);
     assert_eq!(crate::harness::json(read).await["name"], "Rex");
@@ -90,4 +92,149 @@ fn redis_without_a_url_or_with_a_bad_one_is_a_start_up_error() {
         assert!(first.starts_with("error: ") && first.contains(expected), "{args:?}: {stderr}");
         assert!(!stderr.contains("secret"), "{args:?}: the password is masked: {stderr}");
     }
+}
+
+/// A `redis-server` of this test's own, on a free port of 127.0.0.1, that the test can pause,
+/// kill and start again.
+struct OwnRedis {
+    port: u16,
+    child: Option<std::process::Child>,
+    dir: tempfile::TempDir,
+}
+
+impl OwnRedis {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut redis = Self { port, child: None, dir: tempfile::tempdir().expect("a directory") };
+        redis.restart();
+        redis
+    }
+
+    /// Starts the server (again) on its port, and waits until it listens.
+    fn restart(&mut self) {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server runs (cargo xtask ci installs it)");
+        self.child = Some(child);
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("redis-server did not listen on {}", self.port);
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn command(&self, args: &[&str]) {
+        let client = redis::Client::open(self.url()).expect("a URL");
+        let mut connection = client.get_multiplexed_async_connection().await.expect("Redis");
+        let mut command = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            command.arg(*arg);
+        }
+        let () = command.query_async(&mut connection).await.expect("the command");
+    }
+
+    /// Kills the server, as a crash would.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("kill");
+            child.wait().expect("wait");
+        }
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn ready_store(server: &Server) -> String {
+    let body =
+        crate::harness::json(reqwest::get(server.url("/readyz")).await.expect("an answer")).await;
+    body["rateLimitStore"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Sends `n` requests one after another and returns the slowest one's time; each must be
+/// answered 200.
+async fn slowest_of(client: &Client, server: &Server, n: usize) -> Duration {
+    let mut slowest = Duration::ZERO;
+    for i in 0..n {
+        let started = Instant::now();
+        let response = client.get(&server.url("/v1/pets?limit=1")).await;
+        slowest = slowest.max(started.elapsed());
+        assert_eq!(response.status().as_u16(), 200, "request {i}");
+    }
+    slowest
+}
+
+#[tokio::test]
+async fn a_stalled_then_dead_redis_costs_no_request_more_than_the_timeout() {
+    if redis_url().is_none() {
+        return;
+    }
+    let mut redis = OwnRedis::start();
+    let db = Db::sqlite();
+    let key = db.unlimited_key();
+    let url = redis.url();
+    let server = Server::start(
+        &db.url,
+        db.path().to_path_buf(),
+        &["--rate-limiter", "redis", "--redis-url", &url, "--limiter-timeout", "50ms"],
+    );
+    let client = Client::new(&key);
+    assert_eq!(ready_store(&server).await, "shared");
+    slowest_of(&client, &server, 5).await;
+
+    // Stalled: Redis holds every client for 3 s.
+    redis.command(&["CLIENT", "PAUSE", "3000", "ALL"]).await;
+    let slowest = slowest_of(&client, &server, 30).await;
+    assert!(slowest < Duration::from_millis(50 + 100), "a request waited {slowest:?}");
+    // Dead.
+    redis.kill();
+    let slowest = slowest_of(&client, &server, 30).await;
+    assert!(slowest < Duration::from_millis(50 + 100), "a request waited {slowest:?}");
+    assert_eq!(ready_store(&server).await, "unreachable: counting in this instance");
+    let metrics =
+        reqwest::get(server.url("/metrics")).await.expect("metrics").text().await.expect("text");
+    let fallbacks = metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("animal_store_rate_limit_store_fallbacks_total{mode=\"local\"} ")
+        })
+        .and_then(|value| value.parse::<f64>().ok())
+        .unwrap_or_default();
+    assert!(fallbacks >= 30.0, "{fallbacks} decisions counted as taken without Redis");
+
+    // Back: shared counting resumes by itself, within a bounded wait.
+    redis.restart();
+    let mut resumed = false;
+    for _ in 0..50 {
+        slowest_of(&client, &server, 1).await;
+        if ready_store(&server).await == "shared" && server.stderr_contains("Redis answers again") {
+            resumed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(resumed, "shared counting resumed within 5 s");
+    assert_eq!(
+        server.stderr_count("rate-limit decisions fall back"),
+        1,
+        "the outage is logged once"
+    );
+    assert!(server.stop());
 }

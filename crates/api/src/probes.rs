@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use animal_store_domain::HealthCheck;
+use animal_store_domain::{HealthCheck, LimiterStore, StoreFallback};
 use poem::http::{HeaderValue, header};
 use poem::web::Data;
 use poem::{IntoResponse, Response, handler};
@@ -55,9 +55,16 @@ impl Readiness {
 }
 
 fn ok(status: &'static str) -> Response {
-    Response::builder()
-        .content_type("application/json; charset=utf-8")
-        .body(format!("{{\"status\":\"{status}\"}}"))
+    ok_with(status, None)
+}
+
+/// `{"status": ...}`, and where the rate-limit counters are when they are shared.
+fn ok_with(status: &'static str, store: Option<&str>) -> Response {
+    let body = match store {
+        Some(store) => format!("{{\"status\":\"{status}\",\"rateLimitStore\":\"{store}\"}}"),
+        None => format!("{{\"status\":\"{status}\"}}"),
+    };
+    Response::builder().content_type("application/json; charset=utf-8").body(body)
 }
 
 fn unavailable(message: String) -> Response {
@@ -95,5 +102,23 @@ pub async fn readyz(state: Data<&AppState>) -> Response {
             }
         }
     }
-    ok("ready")
+    // A shared rate-limit store that does not answer leaves the instance ready, counting as
+    // its fallback says, unless the fallback refuses every request.
+    let store = match state.limiter.store().await {
+        LimiterStore::InProcess => None,
+        LimiterStore::Shared => Some("shared"),
+        LimiterStore::Unreachable { fallback: StoreFallback::Refuse } => {
+            return unavailable(
+                "the rate-limit store is not ready: it failed to answer, and requests are refused meanwhile"
+                    .to_owned(),
+            );
+        }
+        LimiterStore::Unreachable { fallback: StoreFallback::Admit } => {
+            Some("unreachable: admitting uncounted")
+        }
+        LimiterStore::Unreachable { fallback: StoreFallback::CountLocally } => {
+            Some("unreachable: counting in this instance")
+        }
+    };
+    ok_with("ready", store)
 }

@@ -38,6 +38,7 @@ pub use ports::{
     ApiKeyStore, BoxError, Clock, HealthCheck, PetRepository, RepositoryError, Rotation,
 };
 pub use rate_limit::{
-    Decision, RateLimitPolicy, RateLimitState, RateLimiter, Subject, Verdict, WindowUsage,
+    Decision, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter, StoreFallback, Subject,
+    Verdict, WindowUsage,
 };
 pub use service::{GetPetError, PetPage, PetQuery, PetService};

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use animal_store_domain::rate_limit::{MINUTE, unix_seconds};
 use animal_store_domain::{
-    Clock, Decision, Quota, RateLimitPolicy, RateLimitState, RateLimiter, Subject, Verdict,
+    Clock, Decision, LimiterStore, Quota, RateLimitPolicy, RateLimitState, RateLimiter,
+    StoreFallback, Subject, Verdict,
 };
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -347,5 +348,23 @@ impl RateLimiter for RedisRateLimiter {
 
     fn policy(&self) -> RateLimitPolicy {
         self.policy
+    }
+
+    async fn store(&self) -> LimiterStore {
+        let mut connection = self.connection.clone();
+        let ping = redis::cmd("PING");
+        let answered =
+            tokio::time::timeout(self.options.timeout, ping.query_async::<String>(&mut connection))
+                .await;
+        if matches!(answered, Ok(Ok(_))) {
+            LimiterStore::Shared
+        } else {
+            let fallback = match self.options.failure {
+                LimiterFailure::Local => StoreFallback::CountLocally,
+                LimiterFailure::Open => StoreFallback::Admit,
+                LimiterFailure::Closed => StoreFallback::Refuse,
+            };
+            LimiterStore::Unreachable { fallback }
+        }
     }
 }

@@ -74,7 +74,8 @@ async fn the_windows_follow_redis_clock_without_a_test_clock() {
     .expect("Redis answers");
     let decision = limiter.check(&key("clock0000001"), Plan::Free.quota()).await;
     assert!(decision.is_admitted());
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
     assert!(decision.at.abs_diff(now.as_secs()) <= 2, "Redis's time is the host's here");
     assert_eq!(decision.minute.reset % 60, 0);
     assert_eq!(decision.minute.remaining, 59);
@@ -103,7 +104,10 @@ async fn a_key_of_the_wrong_type_is_a_store_failure_not_a_panic() {
 #[tokio::test]
 async fn an_unreachable_redis_counts_locally_without_waiting() {
     // A port nothing listens on: connections are refused at once.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
     let url = format!("redis://127.0.0.1:{port}");
     let local = options("unreachable", LimiterFailure::Local);
     let limiter =

@@ -283,6 +283,32 @@ impl RateLimitState {
     }
 }
 
+/// Where a limiter keeps its counters, and whether it can reach them now: what the
+/// readiness probe reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimiterStore {
+    /// In this process's memory: always at hand.
+    InProcess,
+    /// A store shared by several instances, which answers.
+    Shared,
+    /// A shared store that does not answer now: decisions follow the fallback.
+    Unreachable {
+        /// What decisions do meanwhile.
+        fallback: StoreFallback,
+    },
+}
+
+/// What a limiter whose shared store does not answer does with requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFallback {
+    /// Counts them in this instance.
+    CountLocally,
+    /// Admits them, uncounted.
+    Admit,
+    /// Refuses them.
+    Refuse,
+}
+
 /// Counts requests and decides which go through. Adapters read the time from a
 /// [`Clock`](crate::Clock) of their own, so tests can move it.
 #[async_trait]
@@ -302,6 +328,12 @@ pub trait RateLimiter: Send + Sync + 'static {
     /// metrics); `None` otherwise.
     fn subjects(&self) -> Option<u64> {
         None
+    }
+
+    /// Where the counters are kept, checked now (a round trip to a shared store, bounded by
+    /// the limiter's own timeout).
+    async fn store(&self) -> LimiterStore {
+        LimiterStore::InProcess
     }
 }
 
