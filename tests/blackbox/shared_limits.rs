@@ -7,44 +7,85 @@ use animal_store_infra::testing::databases::redis_url;
 
 use crate::harness::{Client, Db, Server};
 
+/// Three instances on one database (PostgreSQL when the run has one, as production does;
+/// else one SQLite file, which WAL lets processes share) and one Redis.
+async fn three_instances(redis: &str) -> (Db, [Server; 3]) {
+    let db = match Db::postgres().await {
+        Some(db) => db,
+        None => Db::sqlite(),
+    };
+    // The schema first, so that three instances do not race to create it.
+    assert!(db.run(&["migrate"]).status.success());
+    let args = ["--rate-limiter", "redis", "--redis-url", redis];
+    let start = || Server::start(&db.url, db.path().to_path_buf(), &args);
+    let servers = [start(), start(), start()];
+    (db, servers)
+}
+
+fn key_id(key: &str) -> &str {
+    key.split('_').nth(2).expect("a key id")
+}
+
 #[tokio::test]
-async fn two_instances_on_one_redis_admit_a_free_key_its_quota_once() {
+async fn three_instances_share_one_quota_one_suspension_and_one_revocation() {
     let Some(redis) = redis_url() else { return };
-    // Two instances on one SQLite file (WAL lets processes share it), as two replicas on
-    // one PostgreSQL would; a fresh Redis database number keeps other tests' keys away.
-    let db = Db::sqlite();
+    let (db, servers) = three_instances(&redis).await;
     let key = db.key("free");
-    let args = ["--rate-limiter", "redis", "--redis-url", redis.as_str()];
-    let servers = [
-        Server::start(&db.url, db.path().to_path_buf(), &args),
-        Server::start(&db.url, db.path().to_path_buf(), &args),
-    ];
     let client = Client::new(&key);
+
+    // One quota across the three: requests spread round-robin, 60 admitted, then every
+    // instance refuses.
     let mut admitted = 0;
-    for i in 0..61 {
-        let response = client.get(&servers[i % 2].url("/v1/pets?limit=1")).await;
+    for i in 0..63 {
+        let response = client.get(&servers[i % 3].url("/v1/pets?limit=1")).await;
         match response.status().as_u16() {
             200 => admitted += 1,
             429 => {
-                assert_eq!(i, 60, "only the 61st request is refused");
-                assert_eq!(response.headers()["x-ratelimit-remaining"], "0");
-                assert!(response.headers().contains_key("retry-after"));
+                assert!(i >= 60, "request {i} refused before the quota was spent");
+                let body = crate::harness::json(response).await;
+                assert_eq!(body["code"], "rate_limited");
             }
             other => panic!("request {i}: status {other}"),
         }
     }
-    assert_eq!(admitted, 60, "60 admitted across both instances");
-    // The other instance refuses too, and a pet created on one is read on the other.
-    let refused = client.get(&servers[0].url("/v1/pets?limit=1")).await;
-    assert_eq!(refused.status().as_u16(), 429);
-    let writer = Client::new(&db.unlimited_key());
+    assert_eq!(admitted, 60, "60 admitted across the three instances");
+
+    // One suspension: 30 further refusals through the first instance suspend the key on all.
+    for _ in 0..30 {
+        client.get(&servers[0].url("/v1/pets?limit=1")).await;
+    }
+    for server in &servers[1..] {
+        let response = client.get(&server.url("/v1/pets?limit=1")).await;
+        assert_eq!(response.status().as_u16(), 429);
+        assert_eq!(crate::harness::json(response).await["code"], "api_key_suspended");
+    }
+
+    // One store: a pet created through one instance is read through another.
+    let writer_key = db.unlimited_key();
+    let writer = Client::new(&writer_key);
     let created =
         writer.post(&servers[0].url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#).await;
     assert_eq!(created.status().as_u16(), 201);
     let location = created.headers()["location"].to_str().expect("ascii").to_owned();
-    let read = writer.get(&servers[1].url(&location)).await;
+    let read = writer.get(&servers[2].url(&location)).await;
     assert_eq!(read.status().as_u16(), 200);
     assert_eq!(crate::harness::json(read).await["name"], "Rex");
+
+    // One revocation: a key revoked through the command line is refused by all within a
+    // second (and a little slack for a loaded machine).
+    for server in &servers {
+        assert_eq!(writer.get(&server.url("/v1/pets?limit=1")).await.status().as_u16(), 200);
+    }
+    assert!(db.run(&["keys", "revoke", key_id(&writer_key)]).status.success());
+    let revoked_at = Instant::now();
+    let mut refused = [false; 3];
+    while revoked_at.elapsed() < Duration::from_millis(1_500) && refused.contains(&false) {
+        for (server, refused) in servers.iter().zip(&mut refused) {
+            *refused = writer.get(&server.url("/v1/pets?limit=1")).await.status().as_u16() == 401;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(refused, [true; 3], "refused by every instance within 1.5 s");
     for server in servers {
         assert!(server.stop(), "the server stops cleanly");
     }

@@ -5,6 +5,7 @@
 //! rest of the workspace. Run `cargo xtask help` for the list of tasks.
 
 mod ci;
+mod cluster;
 mod cmd;
 mod load;
 mod openapi;
@@ -37,6 +38,9 @@ Tasks:
                           pages, getPet, adds and a mix at 10,000 and 1,000,000 pets, on
                           SQLite (and PostgreSQL under `postgres --`); writes the table
                           to docs/benchmarks.md and the chart to docs/load.svg
+  cluster                 PostgreSQL, Redis, 3 release servers sharing them and nginx in
+                          front, on loopback; prints the address and a key; Ctrl-C stops
+                          and removes everything
   tidy                    require //! docs atop every .rs file and no placeholder macros
                           under crates/, xtask/ and tests/
   help                    show this message
@@ -81,6 +85,7 @@ fn run() -> Result<ExitCode> {
         (Some("openapi"), [flag]) if flag == "--check" => openapi::run(&root, true),
         (Some("bench"), _) => bench(&root, &rest),
         (Some("load"), []) => load::run(&root).map(|()| ExitCode::SUCCESS),
+        (Some("cluster"), []) => cluster::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("tidy"), []) => {
             tidy::check(&root)?;
             Ok(ExitCode::SUCCESS)

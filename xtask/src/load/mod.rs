@@ -72,6 +72,17 @@ pub fn run(root: &Path) -> Result<()> {
     result
 }
 
+/// Builds the release server and returns its path.
+pub fn build_server(root: &Path) -> Result<PathBuf> {
+    cmd::header("cargo build --release -p animal-store --bin animal-store");
+    cmd::run(
+        cmd::cargo(root)
+            .args(["build", "--release", "-p", "animal-store"])
+            .args(["--bin", "animal-store"]),
+    )?;
+    Ok(root.join("target/release/animal-store"))
+}
+
 struct Bins {
     server: PathBuf,
     ceiling: PathBuf,
@@ -245,7 +256,8 @@ fn wait_for_port(port: u16) -> Result<()> {
 }
 
 /// The server's address, once it has written its ready file; bounded to 60 s.
-fn wait_until_ready(ready_file: &Path) -> Result<String> {
+/// Waits for a server's `--ready-file` and returns the address it listens on.
+pub fn wait_until_ready(ready_file: &Path) -> Result<String> {
     for _ in 0..600 {
         if let Ok(text) = std::fs::read_to_string(ready_file) {
             let ready: serde_json::Value =

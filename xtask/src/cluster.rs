@@ -1,0 +1,229 @@
+//! `cargo xtask cluster`: the multi-instance setup on loopback, in one command.
+//!
+//! A throwaway PostgreSQL and Redis, three instances of the release server sharing them
+//! (`--rate-limiter redis`), and nginx in front as the load balancer and trusted proxy, so
+//! that per-address limits see the real client. Prints the address and a key, and stops and
+//! removes everything on Ctrl-C.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::postgres::Postgres;
+use crate::redis::Redis;
+use crate::{cmd, system};
+
+/// How many instances the cluster runs.
+pub const INSTANCES: usize = 3;
+
+/// A child process, stopped when dropped: SIGTERM, so that nginx takes its workers down
+/// and a server closes its database, then SIGKILL after 5 s.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        for _ in 0..100 {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running cluster; dropping it stops everything, the balancer first.
+pub struct Cluster {
+    /// `http://127.0.0.1:PORT`, the balancer.
+    pub address: String,
+    /// The servers behind it, `http://127.0.0.1:PORT` each.
+    pub instances: Vec<String>,
+    /// The database's URL.
+    pub database_url: String,
+    /// The Redis URL.
+    pub redis_url: String,
+    // Fields drop in order: the balancer, the instances, then the stores.
+    _nginx: Process,
+    _instances: Vec<Process>,
+    _redis: Redis,
+    _postgres: Postgres,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts the stores, migrates, starts the instances of `server` and the balancer.
+    pub fn start(server: &Path) -> Result<Self> {
+        let nginx = find_or_install_nginx()?;
+        let postgres = Postgres::start().context("could not start PostgreSQL")?;
+        let redis = Redis::start().context("could not start Redis")?;
+        let dir = tempfile::Builder::new().prefix("animal-store-cluster-").tempdir()?;
+        let database_url = postgres.url();
+        let redis_url = redis.url();
+        let migrate = Command::new(server)
+            .args(["--database-url", &database_url, "migrate"])
+            .output()
+            .context("could not run the server's migrate")?;
+        if !migrate.status.success() {
+            bail!("migrate failed: {}", String::from_utf8_lossy(&migrate.stderr).trim());
+        }
+        let mut instances = Vec::new();
+        let mut addresses = Vec::new();
+        for index in 0..INSTANCES {
+            let ready = dir.path().join(format!("ready-{index}.json"));
+            let log = std::fs::File::create(dir.path().join(format!("instance-{index}.log")))?;
+            let child = Command::new(server)
+                .args(["--database-url", &database_url, "serve", "--bind", "127.0.0.1:0"])
+                .args(["--rate-limiter", "redis", "--redis-url", &redis_url])
+                .args(["--trusted-proxy", "127.0.0.1"])
+                .arg("--ready-file")
+                .arg(&ready)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .context("could not start an instance")?;
+            instances.push(Process(child));
+            // The ready file gives the base URL, `http://127.0.0.1:PORT`.
+            addresses.push(crate::load::wait_until_ready(&ready)?);
+        }
+        let port = system::free_port()?;
+        let upstreams: Vec<&str> =
+            addresses.iter().map(|a| a.trim_start_matches("http://")).collect();
+        let config = nginx_config(dir.path(), port, &upstreams)?;
+        let nginx = Process(
+            Command::new(nginx)
+                .arg("-p")
+                .arg(dir.path())
+                .arg("-c")
+                .arg(&config)
+                .arg("-e")
+                .arg(dir.path().join("nginx-error.log"))
+                .stdout(Stdio::null())
+                .spawn()
+                .context("could not start nginx")?,
+        );
+        wait_for_port(port)?;
+        Ok(Self {
+            address: format!("http://127.0.0.1:{port}"),
+            instances: addresses,
+            database_url,
+            redis_url,
+            _nginx: nginx,
+            _instances: instances,
+            _redis: redis,
+            _postgres: postgres,
+            _dir: dir,
+        })
+    }
+
+    /// Issues a key on the cluster's database with `args` (`--plan pro`, say).
+    pub fn key(&self, server: &Path, args: &[&str]) -> Result<String> {
+        let out = Command::new(server)
+            .args(["--database-url", &self.database_url, "keys", "create"])
+            .args(args)
+            .output()
+            .context("could not run keys create")?;
+        if !out.status.success() {
+            bail!("keys create failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(String::from_utf8(out.stdout).context("the key is not UTF-8")?.trim().to_owned())
+    }
+}
+
+/// `cargo xtask cluster`: starts a cluster, prints how to use it, waits for Ctrl-C.
+pub fn run(root: &Path) -> Result<()> {
+    let server = crate::load::build_server(root)?;
+    let (stop, stopped) = std::sync::mpsc::channel();
+    ctrlc::set_handler(move || {
+        let _ = stop.send(());
+    })
+    .context("could not listen for Ctrl-C")?;
+    cmd::header("starting PostgreSQL, Redis, 3 instances and nginx");
+    let cluster = Cluster::start(&server)?;
+    let key = cluster.key(&server, &["--plan", "pro"])?;
+    println!();
+    println!("Animal Store, {INSTANCES} instances behind nginx: {}", cluster.address);
+    println!("  instances:  {}", cluster.instances.join(", "));
+    println!("  PostgreSQL: {}", cluster.database_url);
+    println!("  Redis:      {} (rate-limit counters, shared)", cluster.redis_url);
+    println!("  a pro key:  {key}");
+    println!();
+    println!("  curl -H 'Authorization: Bearer {key}' {}/v1/pets", cluster.address);
+    println!();
+    println!("Ctrl-C stops and removes everything.");
+    let _ = stopped.recv();
+    cmd::header("stopping the cluster");
+    drop(cluster);
+    Ok(())
+}
+
+fn nginx_config(dir: &Path, port: u16, upstreams: &[&str]) -> Result<PathBuf> {
+    let mut servers = String::new();
+    for address in upstreams {
+        writeln!(servers, "        server {address};")?;
+    }
+    let dir_text = dir.to_str().context("the temporary directory is not UTF-8")?;
+    // As root, nginx's workers would switch to an unprivileged user that cannot write to
+    // the temporary directory.
+    let user = if system::is_root()? { "user root root;\n" } else { "" };
+    let config = format!(
+        "{user}worker_processes 1;\n\
+         daemon off;\n\
+         pid {dir_text}/nginx.pid;\n\
+         error_log {dir_text}/nginx-error.log;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{\n\
+         \x20   access_log off;\n\
+         \x20   client_body_temp_path {dir_text}/body;\n\
+         \x20   proxy_temp_path {dir_text}/proxy;\n\
+         \x20   fastcgi_temp_path {dir_text}/fastcgi;\n\
+         \x20   uwsgi_temp_path {dir_text}/uwsgi;\n\
+         \x20   scgi_temp_path {dir_text}/scgi;\n\
+         \x20   upstream animal_store {{\n{servers}        keepalive 64;\n    }}\n\
+         \x20   server {{\n\
+         \x20       listen 127.0.0.1:{port};\n\
+         \x20       location / {{\n\
+         \x20           proxy_pass http://animal_store;\n\
+         \x20           proxy_http_version 1.1;\n\
+         \x20           proxy_set_header Connection \"\";\n\
+         \x20           proxy_set_header Host $host;\n\
+         \x20           # The client as nginx saw it, replacing whatever the client sent.\n\
+         \x20           proxy_set_header X-Forwarded-For $remote_addr;\n\
+         \x20       }}\n\
+         \x20   }}\n\
+         }}\n"
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, config).context("could not write nginx.conf")?;
+    Ok(path)
+}
+
+fn wait_for_port(port: u16) -> Result<()> {
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("nginx did not listen on port {port} within 5 s")
+}
+
+/// nginx on the `PATH` or where Debian puts it; on Debian as root, installs the `nginx`
+/// package first if there is none.
+fn find_or_install_nginx() -> Result<PathBuf> {
+    let find =
+        || ["/usr/sbin/nginx", "/usr/bin/nginx"].iter().map(PathBuf::from).find(|p| p.is_file());
+    if let Some(found) = find() {
+        return Ok(found);
+    }
+    if !(system::is_root()? && system::is_debian()) {
+        bail!("nginx not found; install it with: sudo apt-get install -y nginx");
+    }
+    eprintln!("nginx not found; installing it with apt-get");
+    system::apt_install("nginx")?;
+    find().context("installed nginx, but found no nginx binary")
+}
