@@ -38,6 +38,9 @@ Tasks:
                           pages, getPet, adds and a mix at 10,000 and 1,000,000 pets, on
                           SQLite (and PostgreSQL under `postgres --`); writes the table
                           to docs/benchmarks.md and the chart to docs/load.svg
+  load --cluster          listPets on one instance with the Redis limiter against one with
+                          the in-process limiter (ABAB), and through nginx across the three
+                          of `cluster`; writes the table to docs/benchmarks.md
   cluster                 PostgreSQL, Redis, 3 release servers sharing them and nginx in
                           front, on loopback; prints the address and a key; Ctrl-C stops
                           and removes everything
@@ -85,6 +88,9 @@ fn run() -> Result<ExitCode> {
         (Some("openapi"), [flag]) if flag == "--check" => openapi::run(&root, true),
         (Some("bench"), _) => bench(&root, &rest),
         (Some("load"), []) => load::run(&root).map(|()| ExitCode::SUCCESS),
+        (Some("load"), [flag]) if flag == "--cluster" => {
+            load::cluster::run(&root).map(|()| ExitCode::SUCCESS)
+        }
         (Some("cluster"), []) => cluster::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("tidy"), []) => {
             tidy::check(&root)?;

@@ -14,6 +14,7 @@
 //! The table is printed, and written to `docs/benchmarks.md` between its load markers, with
 //! a chart (`docs/load.svg`). On Debian as root, `wrk` is installed when missing.
 
+pub mod cluster;
 mod report;
 mod wrk;
 
@@ -30,7 +31,8 @@ use crate::postgres::URL_ENV;
 const CEILING_KEY: &str = "as_live_ceilingkey00_0123456789abcdefghijklmnopqrstuv";
 
 /// A running process, killed when dropped.
-struct Process(Child);
+/// A child process, killed when dropped.
+pub struct Process(pub Child);
 
 impl Drop for Process {
     fn drop(&mut self) {
@@ -89,7 +91,8 @@ struct Bins {
     seed: PathBuf,
 }
 
-fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
+/// A setting from the environment, or `default`.
+pub fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 

@@ -75,7 +75,8 @@ fn table(rows: &[Row]) -> String {
 }
 
 /// What the figures were measured on.
-fn machine() -> String {
+/// The machine the figures were measured on, as one sentence.
+pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {
