@@ -279,3 +279,25 @@ async fn a_stalled_then_dead_redis_costs_no_request_more_than_the_timeout() {
     );
     assert!(server.stop());
 }
+
+#[tokio::test]
+async fn an_unreachable_redis_at_start_up_is_a_warning_under_the_local_fallback() {
+    let db = Db::sqlite();
+    let key = db.key("free");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let server = Server::start(
+        &db.url,
+        db.path().to_path_buf(),
+        &["--rate-limiter", "redis", "--redis-url", &url],
+    );
+    assert!(server.stderr_contains("Redis cannot be reached"), "the start-up warns");
+    let response = Client::new(&key).get(&server.url("/v1/pets")).await;
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["x-ratelimit-remaining"], "59", "counted in the instance");
+    assert_eq!(ready_store(&server).await, "unreachable: counting in this instance");
+    assert!(server.stop());
+}
