@@ -83,3 +83,29 @@ async fn sqlite_keeps_its_prepared_page_queries() {
         options.await.unwrap().iter().map(|row| row.try_get_by_index(0).unwrap()).collect();
     assert!(options.iter().any(|option| option == "ENABLE_QPSG"), "{options:?}");
 }
+
+/// Concurrent adds share transactions, and on SQLite one statement inserts the pets of a
+/// transaction: each caller still gets its own pet's id, and every pet is stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pets_added_together_each_get_their_own_id() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let pets = db.pets();
+    let adds: Vec<_> = (0..500)
+        .map(|i| {
+            let pets = pets.clone();
+            tokio::spawn(async move { (i, pets.create(pet(i)).await.expect("create")) })
+        })
+        .collect();
+    let mut ids = std::collections::HashSet::new();
+    for add in adds {
+        let (i, added) = add.await.expect("a task");
+        assert_eq!(added.name.as_str(), format!("Pet {i}"));
+        let stored = pets.get(added.id).await.expect("get").expect("stored under its id");
+        assert_eq!(stored, added, "the id names the caller's own pet");
+        assert!(ids.insert(added.id), "{:?} given twice", added.id);
+    }
+    let listed = pets.list(None, None, 1000).await.expect("list");
+    assert_eq!(listed.len(), 500, "each pet stored once");
+    db.close().await;
+}

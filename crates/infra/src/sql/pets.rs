@@ -53,15 +53,40 @@ impl SeaOrmPetRepository {
 // The mappings below name every field, on both sides and without `..`: a field added to
 // `NewPet`, `Pet` or the row does not compile until it is mapped here.
 
-async fn insert(txn: &DatabaseTransaction, pet: NewPet) -> Result<Pet, DbErr> {
-    let NewPet { name, category_id, status } = &pet;
-    let row = pet::ActiveModel {
+fn to_row(pet: &NewPet) -> pet::ActiveModel {
+    let NewPet { name, category_id, status } = pet;
+    pet::ActiveModel {
         id: NotSet,
         name: Set(name.as_str().to_owned()),
         category_id: Set(category_id.get()),
         status: Set(status.as_str().to_owned()),
-    };
-    let insert = pet::Entity::insert(row);
+    }
+}
+
+/// Inserts `pets` into SQLite with one statement and returns their ids, in order: the rows
+/// of one `INSERT` get consecutive row ids, the last one SQLite's last row id.
+pub(super) async fn insert_sqlite_rows(
+    txn: &DatabaseTransaction,
+    pets: &[&NewPet],
+) -> Result<Vec<PetId>, DbErr> {
+    let insert = pet::Entity::insert_many(pets.iter().map(|pet| to_row(pet)));
+    let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
+    let count = u64::try_from(pets.len()).unwrap_or(u64::MAX);
+    let last = i64::try_from(done.last_insert_id()).ok();
+    match (done.rows_affected() == count, last) {
+        (true, Some(last)) => {
+            let first = last - i64::try_from(count).unwrap_or(i64::MAX) + 1;
+            Ok((first..=last).map(PetId::new).collect())
+        }
+        _ => Err(DbErr::Custom(format!(
+            "inserting {count} pets reported {} rows, the last id {last:?}",
+            done.rows_affected()
+        ))),
+    }
+}
+
+pub(super) async fn insert(txn: &DatabaseTransaction, pet: NewPet) -> Result<Pet, DbErr> {
+    let insert = pet::Entity::insert(to_row(&pet));
     let id = match txn.get_database_backend() {
         // See the module's documentation.
         DbBackend::Sqlite => {
@@ -129,7 +154,7 @@ pub(super) fn list_query(
 #[async_trait]
 impl PetRepository for SeaOrmPetRepository {
     async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        self.writer.write(move |txn| Box::pin(insert(txn, pet))).await
+        self.writer.add_pet(pet).await
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {

@@ -23,7 +23,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::RepositoryError;
+use animal_store_domain::{NewPet, Pet, PetId, RepositoryError};
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{
@@ -99,6 +99,21 @@ impl Writer {
     ///
     /// [`RepositoryError`] when the transaction did not commit; nothing of `work` is stored
     /// then.
+    /// Adds `pet` and returns it with its id once the transaction has committed. On SQLite
+    /// the pets added by one transaction are inserted by one statement.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit; the pet is not stored then.
+    pub(super) async fn add_pet(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
+        self.reachability.check()?;
+        let (reply, answer) = oneshot::channel();
+        let job = AddPet { pet: Some(pet), output: None, reply };
+        let stopped = || RepositoryError::Unavailable(Box::new(WriterStopped));
+        self.queue.send(Box::new(job)).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
     pub(super) async fn write<T, F>(&self, work: F) -> Result<T, RepositoryError>
     where
         T: Send + 'static,
@@ -124,6 +139,50 @@ trait Job: Send {
     /// Answers the caller once the transaction has ended: with its output when `outcome`
     /// is `Ok` (the transaction committed), with the error otherwise.
     fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>);
+
+    /// The pet this job adds, when adding it is all the job does and it has not run: on
+    /// SQLite the writer adds the pets of a batch with one statement, then hands each job
+    /// its id with [`Job::added`].
+    fn pet(&self) -> Option<&NewPet> {
+        None
+    }
+
+    /// Records the id the batch's statement gave this job's pet; the job has run then.
+    fn added(&mut self, _id: PetId) {}
+}
+
+/// Adding one pet: work the writer can merge with the other additions of its batch.
+struct AddPet {
+    pet: Option<NewPet>,
+    output: Option<Pet>,
+    reply: oneshot::Sender<Result<Pet, RepositoryError>>,
+}
+
+#[async_trait]
+impl Job for AddPet {
+    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
+        if let Some(pet) = self.pet.take() {
+            self.output = Some(super::pets::insert(txn, pet).await?);
+        }
+        Ok(())
+    }
+
+    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
+        let Self { output, reply, .. } = *self;
+        let answer = outcome
+            .and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
+        let _ = reply.send(answer);
+    }
+
+    fn pet(&self) -> Option<&NewPet> {
+        self.pet.as_ref()
+    }
+
+    fn added(&mut self, id: PetId) {
+        if let Some(pet) = self.pet.take() {
+            self.output = Some(Pet::from_new(id, pet));
+        }
+    }
 }
 
 struct Pending<T, F> {
@@ -237,6 +296,12 @@ impl Connection {
             empty => empty.insert(self.connector.open_writer().await?),
         };
         let txn = pool.begin_with_options(transaction_options(backend)).await?;
+        if backend == Backend::Sqlite
+            && let Err(err) = add_pets(&txn, batch).await
+        {
+            let _ = txn.rollback().await;
+            return Err(err);
+        }
         for job in batch.iter_mut() {
             if let Err(err) = job.run(&txn).await {
                 // The connection is discarded next; rolling back first only frees the
@@ -261,6 +326,22 @@ impl Connection {
             }
         }
     }
+}
+
+/// Adds the pets of the jobs of `batch` that only add one, with one statement, when there
+/// are several: one round trip to SQLite's worker thread instead of one per pet.
+async fn add_pets(txn: &DatabaseTransaction, batch: &mut [Box<dyn Job>]) -> Result<(), DbErr> {
+    let pets: Vec<&NewPet> = batch.iter().filter_map(|job| job.pet()).collect();
+    if pets.len() < 2 {
+        return Ok(());
+    }
+    let ids = super::pets::insert_sqlite_rows(txn, &pets).await?;
+    let mut ids = ids.into_iter();
+    for job in batch.iter_mut().filter(|job| job.pet().is_some()) {
+        let id = ids.next().ok_or_else(|| DbErr::Custom(JobMisused.to_string()))?;
+        job.added(id);
+    }
+    Ok(())
 }
 
 /// How every write transaction starts; see the module's documentation for why.
