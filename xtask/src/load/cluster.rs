@@ -128,7 +128,10 @@ fn write(root: &Path, table: &str) -> Result<()> {
         doc.split_once(BEGIN).context("docs/benchmarks.md has no cluster markers")?;
     let (_, after) =
         rest.split_once(END).context("docs/benchmarks.md has no cluster end marker")?;
-    let section = format!("{BEGIN}\n{}\n\n{table}{END}", super::report::machine());
+    let section = format!(
+        "{BEGIN}\nMeasured by `cargo xtask load --cluster` {}.\n\n{table}{END}",
+        super::report::machine()
+    );
     std::fs::write(&path, format!("{before}{section}{after}"))?;
     println!("written to docs/benchmarks.md");
     Ok(())

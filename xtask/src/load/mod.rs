@@ -129,9 +129,7 @@ fn load(bins: &Bins, dir: &Path) -> Result<Vec<Row>> {
     }
     let mut rows = Vec::new();
     for (backend, url) in &backends {
-        for &pets in &sizes {
-            rows.extend(configuration(bins, dir, backend, &url(pets), pets, &ceiling, seconds)?);
-        }
+        rows.extend(configuration(bins, dir, backend, url, &sizes, &ceiling, seconds)?);
     }
     Ok(rows)
 }
@@ -145,15 +143,23 @@ struct Target {
     auth: String,
 }
 
-fn configuration(
+/// A server on a seeded database of one size.
+struct Instance {
+    pets: u64,
+    service: Target,
+    scripts: wrk::Scripts,
+    server: Process,
+}
+
+/// Seeds a database of `pets` pets, issues a key whose quota cannot bind and starts a
+/// server on it.
+fn start_instance(
     bins: &Bins,
     dir: &Path,
-    backend: &'static str,
+    backend: &str,
     database: &str,
     pets: u64,
-    ceiling: &Target,
-    seconds: u32,
-) -> Result<Vec<Row>> {
+) -> Result<Instance> {
     cmd::header(&format!("{backend}, {pets} pets: seeding"));
     cmd::run_quiet(Command::new(&bins.seed).args([database, &pets.to_string()]))?;
     let key = cmd::run_quiet(Command::new(&bins.server).args([
@@ -169,7 +175,9 @@ fn configuration(
         "4000000000",
     ]))?;
     let key = String::from_utf8(key.stdout).context("the key is not UTF-8")?.trim().to_owned();
-    let ready = dir.join(format!("ready-{backend}-{pets}.json"));
+    let own = dir.join(format!("{backend}-{pets}"));
+    std::fs::create_dir_all(&own)?;
+    let ready = own.join("ready.json");
     let server = Process(
         Command::new(&bins.server)
             .args(["--database-url", database, "serve", "--bind", "127.0.0.1:0", "--ready-file"])
@@ -181,52 +189,98 @@ fn configuration(
     );
     let service =
         Target { base: wait_until_ready(&ready)?, auth: format!("Authorization: Bearer {key}") };
-    let scripts = wrk::Scripts::write(dir, pets, &key)?;
-    let list = "/v1/pets?limit=20";
-    let warm = seconds.min(3);
-    wrk::measure(&format!("{}{list}", ceiling.base), &ceiling.auth, None, warm)?;
-    wrk::measure(&format!("{}{list}", service.base), &service.auth, None, warm)?;
+    let scripts = wrk::Scripts::write(&own, pets, &key)?;
+    Ok(Instance { pets, service, scripts, server })
+}
 
-    // The deep page: a cursor 100 pets before the end (its format is the API's own,
-    // crates/api/src/dto/cursor.rs).
-    let deep = format!("/v1/pets?limit=20&cursor={}", cursor(pets.saturating_sub(100)));
-    let scenarios: [(&'static str, String, Option<&Path>); 6] = [
-        ("first page", list.to_owned(), None),
-        ("filtered page", "/v1/pets?status=pending&limit=20".to_owned(), None),
-        ("deep page", deep, None),
-        ("getPet", "/".to_owned(), Some(&scripts.get_pet)),
-        ("90/10 mix", "/".to_owned(), Some(&scripts.mix)),
-        ("createPet", "/v1/pets".to_owned(), Some(&scripts.create)),
-    ];
+const LIST: &str = "/v1/pets?limit=20";
+const SCENARIOS: [&str; 6] =
+    ["first page", "filtered page", "deep page", "getPet", "90/10 mix", "createPet"];
+
+/// The path and the script of a scenario on an instance.
+fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>) {
+    let scripts = &instance.scripts;
+    match name {
+        "first page" => (LIST.to_owned(), None),
+        "filtered page" => ("/v1/pets?status=pending&limit=20".to_owned(), None),
+        // A cursor 100 pets before the end (its format is the API's own,
+        // crates/api/src/dto/cursor.rs).
+        "deep page" => (
+            format!("/v1/pets?limit=20&cursor={}", cursor(instance.pets.saturating_sub(100))),
+            None,
+        ),
+        "getPet" => ("/".to_owned(), Some(&scripts.get_pet)),
+        "90/10 mix" => ("/".to_owned(), Some(&scripts.mix)),
+        _ => ("/v1/pets".to_owned(), Some(&scripts.create)),
+    }
+}
+
+/// Every scenario on one backend. The servers of all sizes run at once and each scenario
+/// alternates the ceiling and every size, twice (ABCABC), so that machine noise hits the
+/// sizes alike and their p50s compare within one minute.
+fn configuration(
+    bins: &Bins,
+    dir: &Path,
+    backend: &'static str,
+    url: &DatabaseUrl<'_>,
+    sizes: &[u64],
+    ceiling: &Target,
+    seconds: u32,
+) -> Result<Vec<Row>> {
+    let instances = sizes
+        .iter()
+        .map(|&pets| start_instance(bins, dir, backend, &url(pets), pets))
+        .collect::<Result<Vec<_>>>()?;
+    let warm = seconds.min(3);
+    wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, warm)?;
+    for instance in &instances {
+        let service = &instance.service;
+        wrk::measure(&format!("{}{LIST}", service.base), &service.auth, None, warm)?;
+    }
     let mut rows = Vec::new();
-    for (scenario, path, script) in scenarios {
-        cmd::header(&format!("{backend}, {pets} pets: {scenario}"));
-        let (mut ceiling_total, mut runs) = (0.0, Vec::new());
+    for name in SCENARIOS {
+        cmd::header(&format!("{backend}: {name}"));
+        let mut ceiling_total = 0.0;
+        let mut runs: Vec<Vec<wrk::Figures>> = instances.iter().map(|_| Vec::new()).collect();
         for _ in 0..2 {
             let top =
-                wrk::measure(&format!("{}{list}", ceiling.base), &ceiling.auth, None, seconds)?;
+                wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
             ceiling_total += top.requests_per_second;
-            runs.push(wrk::measure(
-                &format!("{}{path}", service.base),
-                &service.auth,
-                script,
-                seconds,
-            )?);
+            for (instance, runs) in instances.iter().zip(&mut runs) {
+                let (path, script) = scenario(name, instance);
+                let service = &instance.service;
+                runs.push(wrk::measure(
+                    &format!("{}{path}", service.base),
+                    &service.auth,
+                    script,
+                    seconds,
+                )?);
+            }
         }
-        let figures = wrk::Figures {
-            requests_per_second: runs.iter().map(|f| f.requests_per_second).sum::<f64>() / 2.0,
-            p50_ms: runs.iter().map(|f| f.p50_ms).sum::<f64>() / 2.0,
-            p99_ms: runs.iter().map(|f| f.p99_ms).sum::<f64>() / 2.0,
-        };
-        let ratio = figures.requests_per_second * 2.0 / ceiling_total;
-        let rss_mib = resident_mib(server.0.id())?;
-        println!(
-            "{:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
-            figures.requests_per_second, figures.p50_ms, figures.p99_ms
-        );
-        rows.push(Row { backend, pets, scenario, service: figures, ratio, rss_mib });
+        for (instance, runs) in instances.iter().zip(&runs) {
+            let figures = wrk::Figures {
+                requests_per_second: runs.iter().map(|f| f.requests_per_second).sum::<f64>() / 2.0,
+                p50_ms: runs.iter().map(|f| f.p50_ms).sum::<f64>() / 2.0,
+                p99_ms: runs.iter().map(|f| f.p99_ms).sum::<f64>() / 2.0,
+            };
+            let ratio = figures.requests_per_second * 2.0 / ceiling_total;
+            let rss_mib = resident_mib(instance.server.0.id())?;
+            println!(
+                "{} pets: {:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
+                instance.pets, figures.requests_per_second, figures.p50_ms, figures.p99_ms
+            );
+            rows.push(Row {
+                backend,
+                pets: instance.pets,
+                scenario: name,
+                service: figures,
+                ratio,
+                rss_mib,
+            });
+        }
     }
-    drop(server);
+    // The table lists one size after the other.
+    rows.sort_by_key(|row| sizes.iter().position(|&pets| pets == row.pets));
     Ok(rows)
 }
 

@@ -22,8 +22,10 @@ pub fn write(root: &Path, rows: &[Row]) -> Result<()> {
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let (before, rest) = doc.split_once(BEGIN).context("docs/benchmarks.md has no load markers")?;
     let (_, after) = rest.split_once(END).context("docs/benchmarks.md has no end marker")?;
-    let section =
-        format!("{BEGIN}\n{}\n{table}\n![The figures as a chart](load.svg)\n{END}", machine());
+    let section = format!(
+        "{BEGIN}\nMeasured by `cargo xtask load` {}. The servers of both sizes run at once, and each scenario runs on the ceiling and on every size in turn, twice (ABCABC): each figure is the mean of two runs, and noise hits the sizes alike.\n\n{table}\n![The figures as a chart](load.svg)\n{END}",
+        machine()
+    );
     std::fs::write(&path, format!("{before}{section}{after}"))?;
     std::fs::write(root.join("docs/load.svg"), chart(rows))?;
     println!("written to docs/benchmarks.md and docs/load.svg");
@@ -74,8 +76,8 @@ fn table(rows: &[Row]) -> String {
     table
 }
 
-/// What the figures were measured on.
-/// The machine the figures were measured on, as one sentence.
+/// The machine the figures were measured on, and how wrk runs, for "Measured by `TASK` on
+/// ...".
 pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -88,7 +90,7 @@ pub fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".to_owned());
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     format!(
-        "Measured by `cargo xtask load` on {cores} cores ({cpu}), the server, the ceiling and wrk sharing them; wrk with 2 threads and 32 connections; each figure the mean of two runs, alternated with runs of the ceiling.\n"
+        "on {cores} cores ({cpu}), shared by the servers and wrk; wrk with 2 threads and 32 connections"
     )
 }
 
