@@ -123,11 +123,13 @@ impl Drop for ReaderThreads {
 fn open_connection(url: &str) -> Result<DatabaseConnection, DbErr> {
     let connection =
         sea_orm_sync::Database::connect(url).map_err(|err| internal(err.to_string()))?;
-    connection
-        .execute_unprepared(&format!(
-            "PRAGMA query_only = ON; PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};"
-        ))
-        .map_err(|err| internal(err.to_string()))?;
+    // The busy timeout first: from then on, a lock another connection holds (a migration, a
+    // change of journal mode) is waited for rather than failed on.
+    for pragma in
+        [format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"), "PRAGMA query_only = ON".to_owned()]
+    {
+        connection.execute_unprepared(&pragma).map_err(|err| internal(err.to_string()))?;
+    }
     Ok(connection)
 }
 

@@ -99,21 +99,6 @@ impl Writer {
     ///
     /// [`RepositoryError`] when the transaction did not commit; nothing of `work` is stored
     /// then.
-    /// Adds `pet` and returns it with its id once the transaction has committed. On SQLite
-    /// the pets added by one transaction are inserted by one statement.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the transaction did not commit; the pet is not stored then.
-    pub(super) async fn add_pet(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        self.reachability.check()?;
-        let (reply, answer) = oneshot::channel();
-        let job = AddPet { pet: Some(pet), output: None, reply };
-        let stopped = || RepositoryError::Unavailable(Box::new(WriterStopped));
-        self.queue.send(Box::new(job)).await.map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
-    }
-
     pub(super) async fn write<T, F>(&self, work: F) -> Result<T, RepositoryError>
     where
         T: Send + 'static,
@@ -121,13 +106,42 @@ impl Writer {
             + Send
             + 'static,
     {
+        self.submit(|reply| Box::new(Pending { work: Some(work), output: None, reply })).await
+    }
+
+    /// Adds `pet` and returns it with its id once the transaction has committed. On SQLite
+    /// the pets added by one transaction are inserted by one statement.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit; the pet is not stored then.
+    pub(super) async fn add_pet(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
+        self.submit(|reply| Box::new(AddPet { pet: Some(pet), output: None, reply })).await
+    }
+
+    /// Queues the job `make` builds around the caller's reply, and waits for the reply.
+    async fn submit<T>(
+        &self,
+        make: impl FnOnce(Reply<T>) -> Box<dyn Job>,
+    ) -> Result<T, RepositoryError> {
         self.reachability.check()?;
         let (reply, answer) = oneshot::channel();
-        let job = Pending { work: Some(work), output: None, reply };
         let stopped = || RepositoryError::Unavailable(Box::new(WriterStopped));
-        self.queue.send(Box::new(job)).await.map_err(|_| stopped())?;
+        self.queue.send(make(reply)).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
+}
+
+/// Where a caller waits for its output.
+type Reply<T> = oneshot::Sender<Result<T, RepositoryError>>;
+
+/// Answers a caller once the transaction has ended: with its output when `outcome` is `Ok`
+/// (the transaction committed), with the error otherwise. The caller may have hung up; what
+/// committed stays committed all the same.
+fn answer<T>(reply: Reply<T>, output: Option<T>, outcome: Result<(), RepositoryError>) {
+    let answer =
+        outcome.and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
+    let _ = reply.send(answer);
 }
 
 /// One caller's share of a transaction.
@@ -155,7 +169,7 @@ trait Job: Send {
 struct AddPet {
     pet: Option<NewPet>,
     output: Option<Pet>,
-    reply: oneshot::Sender<Result<Pet, RepositoryError>>,
+    reply: Reply<Pet>,
 }
 
 #[async_trait]
@@ -169,9 +183,7 @@ impl Job for AddPet {
 
     fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
         let Self { output, reply, .. } = *self;
-        let answer = outcome
-            .and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
-        let _ = reply.send(answer);
+        answer(reply, output, outcome);
     }
 
     fn pet(&self) -> Option<&NewPet> {
@@ -188,7 +200,7 @@ impl Job for AddPet {
 struct Pending<T, F> {
     work: Option<F>,
     output: Option<T>,
-    reply: oneshot::Sender<Result<T, RepositoryError>>,
+    reply: Reply<T>,
 }
 
 /// A job whose work ran twice, or whose output went missing: a bug of this module.
@@ -210,10 +222,7 @@ where
 
     fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
         let Self { output, reply, .. } = *self;
-        let answer = outcome
-            .and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
-        // The caller may have hung up; what committed stays committed all the same.
-        let _ = reply.send(answer);
+        answer(reply, output, outcome);
     }
 }
 
