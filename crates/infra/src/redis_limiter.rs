@@ -152,7 +152,7 @@ impl RedisRateLimiter {
                     error = %err,
                     "Redis cannot be reached; rate limits count in this instance until it answers"
                 );
-                limiter.mark_down();
+                let _ = limiter.mark_down();
                 Ok(limiter)
             }
             Err(err) => Err(RedisLimiterError::Connect(err)),
@@ -213,14 +213,15 @@ impl RedisRateLimiter {
                     return decision;
                 }
                 Err(err) => {
-                    if self.down_until.load(Ordering::Acquire) == 0 {
+                    // Only the request that finds Redis up logs: concurrent failures share
+                    // one line.
+                    if self.mark_down() == 0 {
                         tracing::warn!(
                             error = %err,
                             mode = self.options.failure.label(),
                             "Redis does not answer; rate-limit decisions fall back until it does"
                         );
                     }
-                    self.mark_down();
                 }
             }
         }
@@ -293,9 +294,11 @@ impl RedisRateLimiter {
         self.elapsed_ms() < self.down_until.load(Ordering::Acquire)
     }
 
-    fn mark_down(&self) {
+    /// Leaves Redis alone for [`RETRY_AFTER_FAILURE`]; returns the mark it replaced (0 when
+    /// Redis was answering).
+    fn mark_down(&self) -> u64 {
         let retry = u64::try_from(RETRY_AFTER_FAILURE.as_millis()).unwrap_or(u64::MAX);
-        self.down_until.store(self.elapsed_ms() + retry, Ordering::Release);
+        self.down_until.swap(self.elapsed_ms() + retry, Ordering::AcqRel)
     }
 }
 
