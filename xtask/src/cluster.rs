@@ -7,35 +7,18 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::cmd;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
-use crate::{cmd, system};
+use crate::system::{self, Process};
 
 /// How many instances the cluster runs.
 pub const INSTANCES: usize = 3;
-
-/// A child process, stopped when dropped: SIGTERM, so that nginx takes its workers down
-/// and a server closes its database, then SIGKILL after 5 s.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
-        for _ in 0..100 {
-            if matches!(self.0.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A running cluster; dropping it stops everything, the balancer first.
 pub struct Cluster {
@@ -106,7 +89,7 @@ impl Cluster {
                 .spawn()
                 .context("could not start nginx")?,
         );
-        wait_for_port(port)?;
+        system::wait_for_port(port, Duration::from_secs(5)).context("nginx did not start")?;
         Ok(Self {
             address: format!("http://127.0.0.1:{port}"),
             instances: addresses,
@@ -200,16 +183,6 @@ fn nginx_config(dir: &Path, port: u16, upstreams: &[&str]) -> Result<PathBuf> {
     let path = dir.join("nginx.conf");
     std::fs::write(&path, config).context("could not write nginx.conf")?;
     Ok(path)
-}
-
-fn wait_for_port(port: u16) -> Result<()> {
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!("nginx did not listen on port {port} within 5 s")
 }
 
 /// nginx on the `PATH` or where Debian puts it; on Debian as root, installs the `nginx`

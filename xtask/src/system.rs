@@ -1,12 +1,14 @@
 //! What the tasks need of the machine: whether they run as root on Debian, installing a
-//! Debian package when a tool is missing, a free port on loopback.
+//! Debian package when a tool is missing, a free port on loopback, waiting for a port, and
+//! child processes that stop when dropped.
 
 use std::fs;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command};
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::cmd;
 
@@ -56,4 +58,35 @@ pub fn free_port() -> Result<u16> {
         .context("could not bind 127.0.0.1:0 to find a free port")?;
     let port = listener.local_addr().context("could not read the bound port")?.port();
     Ok(port)
+}
+
+/// A child process, stopped when dropped: SIGTERM, so that nginx takes its workers down and
+/// a server closes its database, then SIGKILL after 5 s.
+pub struct Process(pub Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        for _ in 0..100 {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until something accepts connections on `port` of 127.0.0.1, at most `limit`.
+pub fn wait_for_port(port: u16, limit: Duration) -> Result<()> {
+    let step = Duration::from_millis(50);
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(step);
+    }
+    bail!("nothing listened on port {port} within {limit:?}")
 }

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use super::wrk::{self, Figures};
 use crate::cluster::Cluster;
 use crate::cmd;
+use crate::system::Process;
 
 const BEGIN: &str = "<!-- xtask load --cluster: begin -->";
 const END: &str = "<!-- xtask load --cluster: end -->";
@@ -34,7 +35,7 @@ pub fn run(root: &Path) -> Result<()> {
 
     let dir = tempfile::tempdir()?;
     let ready = dir.path().join("ready.json");
-    let local = super::Process(
+    let local = Process(
         Command::new(&server)
             .args(["--database-url", &cluster.database_url, "serve", "--bind", "127.0.0.1:0"])
             .arg("--ready-file")

@@ -19,27 +19,17 @@ mod report;
 mod wrk;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
 use crate::cmd;
 use crate::postgres::URL_ENV;
+use crate::system::Process;
 
 /// The key the ceiling checks.
 const CEILING_KEY: &str = "as_live_ceilingkey00_0123456789abcdefghijklmnopqrstuv";
-
-/// A running process, killed when dropped.
-/// A child process, killed when dropped.
-pub struct Process(pub Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// One scenario's figures, in one configuration.
 pub struct Row {
@@ -116,7 +106,7 @@ fn load(bins: &Bins, dir: &Path) -> Result<Vec<Row>> {
         base: format!("http://{ceiling_address}"),
         auth: format!("Authorization: Bearer {CEILING_KEY}"),
     };
-    wait_for_port(ceiling_port)?;
+    crate::system::wait_for_port(ceiling_port, Duration::from_secs(30))?;
 
     let mut backends: Vec<(&'static str, DatabaseUrl<'_>)> = vec![(
         "SQLite",
@@ -300,16 +290,6 @@ fn resident_mib(pid: u32) -> Result<f64> {
         .context("no VmRSS")?
         .parse()?;
     Ok(kib / 1024.0)
-}
-
-fn wait_for_port(port: u16) -> Result<()> {
-    for _ in 0..300 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    bail!("nothing listened on port {port} within 30 s")
 }
 
 /// The server's address, once it has written its ready file; bounded to 60 s.
