@@ -109,8 +109,7 @@ fn run_tests(root: &Path, servers: &dyn Fn(&mut Command), steps: &mut Steps) {
     steps.command(outside_fmt);
     let mut outside_tests = cmd::cargo(root);
     outside_tests
-        .arg("test")
-        .arg("--manifest-path")
+        .args(["test", "--locked", "--manifest-path"])
         .arg(&outside)
         .env("CARGO_TARGET_DIR", root.join("target"))
         .env("ANIMAL_STORE_BIN", root.join("target/debug/animal-store"));
