@@ -140,10 +140,13 @@ impl Connector {
         if self.backend == Backend::Sqlite {
             // A local file's connections never go stale: no idle or lifetime limit, and so
             // no maintenance task (sqlx 0.9's can spin a core when its pool closes under it,
-            // which hangs a short command's exit).
-            options.idle_timeout(None).max_lifetime(None);
+            // which hangs a short command's exit). No minimum either: sqlx would open it from
+            // a task of its own while `connect` opens the first connection, and on a new file
+            // one of the two would fail to switch it to WAL (a lock SQLite cannot wait for).
+            // The connection `connect` opens stays in the pool all the same.
+            options.idle_timeout(None).max_lifetime(None).min_connections(0);
             let max_pages = self.options.sqlite_max_pages;
-            options.min_connections(u32::from(!writer)).map_sqlx_sqlite_opts(move |opts| {
+            options.map_sqlx_sqlite_opts(move |opts| {
                 let opts = opts
                     .create_if_missing(true)
                     .journal_mode(SqliteJournalMode::Wal)
