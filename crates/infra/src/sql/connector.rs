@@ -8,6 +8,7 @@ use std::time::Duration;
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, DatabaseConnection, DbErr};
 
+use super::pg_readers::PgReaders;
 use super::{Backend, DatabaseError, DatabaseOptions};
 
 /// How long a request waits for a pooled connection before the store counts as unavailable.
@@ -87,16 +88,19 @@ impl Connector {
         }
     }
 
-    /// The reader pool: up to four connections on SQLite, eight on PostgreSQL, opened now so
-    /// that a database that cannot be opened is a start-up error.
+    /// The reader pool (keys, readiness, backups; SQLite's and PostgreSQL's pet reads have
+    /// their own): up to four connections, opened now so that a database that cannot be
+    /// opened is a start-up error.
     pub(super) async fn open_readers(&self) -> Result<DatabaseConnection, DbErr> {
-        match self.backend {
-            Backend::Sqlite => self.open(4, false).await,
-            Backend::Postgres => {
-                self.try_connect().await?;
-                self.open(8, false).await
-            }
+        if self.backend == Backend::Postgres {
+            self.try_connect().await?;
         }
+        self.open(4, false).await
+    }
+
+    /// PostgreSQL's connections for the pet reads: up to eight, opened as they are needed.
+    pub(super) fn pg_readers(&self) -> Result<PgReaders, DbErr> {
+        PgReaders::new(&self.url, 8, ACQUIRE_TIMEOUT)
     }
 
     /// One plain connection, opened and closed: the pool retries a failed connection until

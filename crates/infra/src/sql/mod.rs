@@ -9,7 +9,9 @@
 //!   (`reader_threads.rs`); keys, backups and the readiness check use a pool of up to four
 //!   async readers. WAL lets them all read beside the one writer connection, so the process
 //!   never fights itself for SQLite's single write lock.
-//! - PostgreSQL: a pool of readers and one writer connection.
+//! - PostgreSQL: pets are read on up to eight connections pooled without a ping per checkout
+//!   (`pg_readers.rs`); keys and the readiness check use a pool of up to four; one writer
+//!   connection.
 //!
 //! Every write goes through one task, the writer, which owns the writer connection, commits
 //! queued writes together (group commit) and replaces its connection after any failure. See
@@ -22,6 +24,7 @@ mod keys;
 mod migration;
 mod outage;
 mod pets;
+mod pg_readers;
 mod reachability;
 mod reader_threads;
 mod writer;
@@ -41,6 +44,8 @@ pub use writer::MAX_BATCH;
 
 use connector::{Connector, owner_only_file};
 use failure::{FailureKind, corrupt};
+use pets::PetReaders;
+use pg_readers::PgReaders;
 use reachability::{Reachability, Reads};
 use reader_threads::ReaderThreads;
 use writer::Writer;
@@ -99,8 +104,8 @@ pub struct DatabaseOptions {
 pub struct Database {
     connector: Connector,
     readers: DatabaseConnection,
-    /// SQLite's reader threads, which serve the pet reads.
-    threads: Option<Arc<ReaderThreads>>,
+    /// What serves the pet reads.
+    pet_readers: PetReaders,
     reads: Arc<Reads>,
     writer: Writer,
     stop_writer: oneshot::Sender<()>,
@@ -126,21 +131,23 @@ impl Database {
     pub async fn connect_with(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
         let connector = Connector::new(url, options)?;
         let readers = connector.open_readers().await.map_err(DatabaseError::Connect)?;
-        let threads = match connector.backend {
+        let pet_readers = match connector.backend {
             Backend::Sqlite => {
                 let path = connector.sqlite_path().map_err(DatabaseError::Connect)?;
                 let threads = ReaderThreads::start(&path, reader_thread_count())
                     .map_err(DatabaseError::Connect)?;
-                Some(Arc::new(threads))
+                PetReaders::Sqlite(Arc::new(threads))
             }
-            Backend::Postgres => None,
+            Backend::Postgres => {
+                PetReaders::Postgres(connector.pg_readers().map_err(DatabaseError::Connect)?)
+            }
         };
-        let reachability = Reachability::new(readers.clone());
+        let reachability = Reachability::new(readers.clone(), pet_readers.postgres().cloned());
         let (stop_writer, stop) = oneshot::channel();
         let (writer, writer_task) =
             Writer::start(connector.clone(), Arc::clone(&reachability), stop);
         let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
-        Ok(Self { connector, readers, threads, reads, writer, stop_writer, writer_task })
+        Ok(Self { connector, readers, pet_readers, reads, writer, stop_writer, writer_task })
     }
 
     /// Applies the migrations not applied yet, on a connection of their own.
@@ -214,8 +221,7 @@ impl Database {
     /// The pet repository over this database. Clones share the writer.
     pub fn pets(&self) -> SeaOrmPetRepository {
         SeaOrmPetRepository::new(
-            self.readers.clone(),
-            self.threads.clone(),
+            self.pet_readers.clone(),
             Arc::clone(&self.reads),
             self.writer.clone(),
         )
@@ -255,9 +261,13 @@ impl Database {
         rows.iter().map(|row| row.try_get::<String>("", column)).collect()
     }
 
-    /// What reports the readers' pool to the metrics.
+    /// What reports the readers' pools to the metrics.
     pub fn pool_metrics(&self) -> PoolMetrics {
-        PoolMetrics { backend: self.connector.backend, readers: self.readers.clone() }
+        PoolMetrics {
+            backend: self.connector.backend,
+            readers: self.readers.clone(),
+            pg_readers: self.pet_readers.postgres().cloned(),
+        }
     }
 
     /// The API key store over this database.
@@ -269,10 +279,13 @@ impl Database {
     /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
     /// WAL into the database file, so the next start does not replay it.
     pub async fn close(self) {
-        let Self { readers, threads, stop_writer, writer_task, .. } = self;
-        if let Some(threads) = threads {
+        let Self { readers, pet_readers, stop_writer, writer_task, .. } = self;
+        match pet_readers {
             // The reads already queued finish first.
-            let _ = tokio::task::spawn_blocking(move || threads.stop()).await;
+            PetReaders::Sqlite(threads) => {
+                let _ = tokio::task::spawn_blocking(move || threads.stop()).await;
+            }
+            PetReaders::Postgres(pg_readers) => pg_readers.close(),
         }
         // The writer may have ended already; then there is nothing to stop.
         let _ = stop_writer.send(());
@@ -292,19 +305,20 @@ fn reader_thread_count() -> usize {
 
 /// The histogram of how many writes each transaction of the writer commits together.
 pub const BATCH_SIZE_METRIC: &str = "animal_store_pet_write_batch_size";
-/// The gauge of the readers' pool connections, by `state`: `active` or `idle`.
+/// The gauge of the readers' pools' connections, by `state`: `active` or `idle`.
 pub const POOL_METRIC: &str = "animal_store_db_pool_connections";
 
-/// Reports the readers' pool to the metrics, when scraped.
+/// Reports the readers' pools to the metrics, when scraped.
 pub struct PoolMetrics {
     backend: Backend,
     readers: DatabaseConnection,
+    pg_readers: Option<PgReaders>,
 }
 
 impl PoolMetrics {
-    /// Sets [`POOL_METRIC`] to the pool's connections now.
+    /// Sets [`POOL_METRIC`] to the pools' connections now.
     pub fn record(&self) {
-        let (size, idle) = match self.backend {
+        let (mut size, mut idle) = match self.backend {
             Backend::Sqlite => {
                 let pool = self.readers.get_sqlite_connection_pool();
                 (pool.size(), pool.num_idle())
@@ -314,6 +328,11 @@ impl PoolMetrics {
                 (pool.size(), pool.num_idle())
             }
         };
+        if let Some(pg_readers) = &self.pg_readers {
+            let (open, available) = pg_readers.connections();
+            size += u32::try_from(open).unwrap_or(u32::MAX);
+            idle += available;
+        }
         let idle = u32::try_from(idle).unwrap_or(u32::MAX).min(size);
         metrics::gauge!(POOL_METRIC, "state" => "active").set(f64::from(size - idle));
         metrics::gauge!(POOL_METRIC, "state" => "idle").set(f64::from(idle));

@@ -1,7 +1,8 @@
 //! The pet repository over SeaORM.
 //!
-//! Reads go to the reader pool, or on SQLite to the reader threads (see
-//! [`reader_threads`](super::reader_threads)). Inserts go through the database's writer (see
+//! Reads go on SQLite to the reader threads (see [`reader_threads`](super::reader_threads)),
+//! on PostgreSQL to connections pooled without a round trip per checkout (see
+//! [`pg_readers`](super::pg_readers)). Inserts go through the database's writer (see
 //! [`writer`](super::writer)), which commits many of them in one transaction under load.
 //!
 //! On SQLite a row is inserted by a plain `INSERT`, run to its end, and its id read from
@@ -19,12 +20,13 @@ use animal_store_domain::{
 };
 use async_trait::async_trait;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
+    ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
+    FromQueryResult, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
 };
 
 use super::corrupt;
 use super::entity::pet;
+use super::pg_readers::PgReaders;
 use super::reachability::Reads;
 use super::reader_threads::ReaderThreads;
 use super::writer::Writer;
@@ -32,21 +34,41 @@ use super::writer::Writer;
 /// Pets in an SQL database. Cheap to clone: clones share the readers and the writer.
 #[derive(Clone)]
 pub struct SeaOrmPetRepository {
-    readers: DatabaseConnection,
-    /// SQLite's reader threads, which serve the reads when present.
-    threads: Option<Arc<ReaderThreads>>,
+    readers: PetReaders,
     reads: Arc<Reads>,
     writer: Writer,
 }
 
+/// What serves the pet reads, by backend.
+#[derive(Clone)]
+pub(super) enum PetReaders {
+    Sqlite(Arc<ReaderThreads>),
+    Postgres(PgReaders),
+}
+
+impl PetReaders {
+    pub(super) fn postgres(&self) -> Option<&PgReaders> {
+        match self {
+            Self::Postgres(pg_readers) => Some(pg_readers),
+            Self::Sqlite(_) => None,
+        }
+    }
+
+    /// Runs `query`, each row as a [`pet::Model`].
+    async fn read(&self, query: impl QueryTrait) -> Result<Vec<pet::Model>, DbErr> {
+        match self {
+            Self::Sqlite(threads) => read_on_threads(threads, query).await,
+            Self::Postgres(pg_readers) => {
+                let rows = pg_readers.query_all(query.build(DbBackend::Postgres)).await?;
+                rows.iter().map(|row| pet::Model::from_query_result(row, "")).collect()
+            }
+        }
+    }
+}
+
 impl SeaOrmPetRepository {
-    pub(super) fn new(
-        readers: DatabaseConnection,
-        threads: Option<Arc<ReaderThreads>>,
-        reads: Arc<Reads>,
-        writer: Writer,
-    ) -> Self {
-        Self { readers, threads, reads, writer }
+    pub(super) fn new(readers: PetReaders, reads: Arc<Reads>, writer: Writer) -> Self {
+        Self { readers, reads, writer }
     }
 }
 
@@ -158,14 +180,9 @@ impl PetRepository for SeaOrmPetRepository {
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
-        let query = pet::Entity::find_by_id(id.get());
-        let row = match &self.threads {
-            Some(threads) => {
-                self.reads.run(read_on_threads(threads, query.limit(1))).await?.into_iter().next()
-            }
-            None => self.reads.run(query.one(&self.readers)).await?,
-        };
-        row.map(|row| to_pet(&row)).transpose()
+        let query = pet::Entity::find_by_id(id.get()).limit(1);
+        let rows = self.reads.run(self.readers.read(query)).await?;
+        rows.first().map(to_pet).transpose()
     }
 
     async fn list(
@@ -174,11 +191,7 @@ impl PetRepository for SeaOrmPetRepository {
         after: Option<PetId>,
         limit: usize,
     ) -> Result<Vec<Pet>, RepositoryError> {
-        let query = list_query(status, after, limit);
-        let rows = match &self.threads {
-            Some(threads) => self.reads.run(read_on_threads(threads, query)).await?,
-            None => self.reads.run(query.all(&self.readers)).await?,
-        };
+        let rows = self.reads.run(self.readers.read(list_query(status, after, limit))).await?;
         rows.iter().map(to_pet).collect()
     }
 }

@@ -18,6 +18,7 @@ use thiserror::Error;
 
 use super::failure::{is_unreachable, repository_error};
 use super::outage::Outage;
+use super::pg_readers::PgReaders;
 
 /// How often the probe tries the database while it cannot be reached.
 const PROBE_INTERVAL: Duration = Duration::from_millis(250);
@@ -34,11 +35,13 @@ pub(super) struct Reachability {
     down: AtomicBool,
     /// The connections the probe tries.
     readers: DatabaseConnection,
+    /// PostgreSQL's connections for the pet reads, whose waits can time out too.
+    pg_readers: Option<PgReaders>,
 }
 
 impl Reachability {
-    pub(super) fn new(readers: DatabaseConnection) -> Arc<Self> {
-        Arc::new(Self { down: AtomicBool::new(false), readers })
+    pub(super) fn new(readers: DatabaseConnection, pg_readers: Option<PgReaders>) -> Arc<Self> {
+        Arc::new(Self { down: AtomicBool::new(false), readers, pg_readers })
     }
 
     /// `Unavailable` at once while the database is known to be unreachable.
@@ -64,7 +67,7 @@ impl Reachability {
 }
 
 impl Reachability {
-    /// Whether `err` is a wait for a pooled connection that timed out because every
+    /// Whether `err` is a wait for a pooled connection that timed out while every
     /// connection of a full pool was busy: overload, which refusing every request at once
     /// would turn into an outage, not a database that cannot be reached.
     fn overloaded(&self, err: &DbErr) -> bool {
@@ -84,7 +87,8 @@ impl Reachability {
             let pool = self.readers.get_postgres_connection_pool();
             (pool.size(), pool.options().get_max_connections(), pool.num_idle())
         };
-        pool_timeout && size >= max && idle == 0
+        let saturated = size >= max && idle == 0;
+        pool_timeout && (saturated || self.pg_readers.as_ref().is_some_and(PgReaders::saturated))
     }
 }
 
