@@ -8,8 +8,9 @@
 //! pets; `LOAD_SIZES=10000` for a quick run), it seeds a fresh database, starts the server
 //! with an enterprise key whose quota cannot bind, warms it and the ceiling up, and runs each
 //! scenario with wrk (2 threads, 32 connections, `LOAD_SECONDS` seconds, 5 by default)
-//! alternately on the ceiling and on the service, twice (ABAB), so that machine noise hits
-//! both. Every figure is also given as a ratio to the ceiling of the same round.
+//! alternately on the ceiling and on the service, `LOAD_ROUNDS` times (3 by default), so that
+//! machine noise hits both. Every figure is the median of its rounds, and also given as the
+//! median of its ratios to the ceiling of the same round.
 //!
 //! The table is printed, and written to `docs/benchmarks.md` between its load markers, with
 //! a chart (`docs/load.svg`). On Debian as root, `wrk` is installed when missing.
@@ -59,7 +60,8 @@ pub fn run(root: &Path) -> Result<()> {
     };
     let dir = std::env::temp_dir().join(format!("animal-store-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
-    let result = load(&bins, &dir).and_then(|rows| report::write(root, &rows));
+    let rounds = rounds();
+    let result = load(&bins, &dir, rounds).and_then(|rows| report::write(root, &rows, rounds));
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
@@ -86,7 +88,13 @@ pub fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn load(bins: &Bins, dir: &Path) -> Result<Vec<Row>> {
+/// How many rounds each scenario alternates the ceiling and the service: `LOAD_ROUNDS`, 3 by
+/// default.
+fn rounds() -> u32 {
+    setting("LOAD_ROUNDS", 3).max(1)
+}
+
+fn load(bins: &Bins, dir: &Path, rounds: u32) -> Result<Vec<Row>> {
     let seconds: u32 = setting("LOAD_SECONDS", 5);
     let sizes: Vec<u64> = std::env::var("LOAD_SIZES")
         .unwrap_or_else(|_| "10000,1000000".to_owned())
@@ -119,7 +127,7 @@ fn load(bins: &Bins, dir: &Path) -> Result<Vec<Row>> {
     }
     let mut rows = Vec::new();
     for (backend, url) in &backends {
-        rows.extend(configuration(bins, dir, backend, url, &sizes, &ceiling, seconds)?);
+        rows.extend(configuration(bins, dir, backend, url, &sizes, &ceiling, (seconds, rounds))?);
     }
     Ok(rows)
 }
@@ -206,8 +214,10 @@ fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>
 }
 
 /// Every scenario on one backend. The servers of all sizes run at once and each scenario
-/// alternates the ceiling and every size, twice (ABCABC), so that machine noise hits the
-/// sizes alike and their p50s compare within one minute.
+/// alternates the ceiling and every size, `rounds` times (ABCABC...), so that machine noise
+/// hits the sizes alike and their p50s compare within one minute. A figure is the median of
+/// a size's rounds, and its ratio the median of its rounds' ratios to the ceiling measured
+/// just before: one round the machine slowed down moves neither.
 fn configuration(
     bins: &Bins,
     dir: &Path,
@@ -215,7 +225,7 @@ fn configuration(
     url: &DatabaseUrl<'_>,
     sizes: &[u64],
     ceiling: &Target,
-    seconds: u32,
+    (seconds, rounds): (u32, u32),
 ) -> Result<Vec<Row>> {
     let instances = sizes
         .iter()
@@ -230,30 +240,32 @@ fn configuration(
     let mut rows = Vec::new();
     for name in SCENARIOS {
         cmd::header(&format!("{backend}: {name}"));
-        let mut ceiling_total = 0.0;
-        let mut runs: Vec<Vec<wrk::Figures>> = instances.iter().map(|_| Vec::new()).collect();
-        for _ in 0..2 {
+        // Per instance, each round's figures and its ratio to that round's ceiling.
+        let mut runs: Vec<Vec<(wrk::Figures, f64)>> =
+            instances.iter().map(|_| Vec::new()).collect();
+        for _ in 0..rounds {
             let top =
                 wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
-            ceiling_total += top.requests_per_second;
             for (instance, runs) in instances.iter().zip(&mut runs) {
                 let (path, script) = scenario(name, instance);
                 let service = &instance.service;
-                runs.push(wrk::measure(
+                let figures = wrk::measure(
                     &format!("{}{path}", service.base),
                     &service.auth,
                     script,
                     seconds,
-                )?);
+                )?;
+                let ratio = figures.requests_per_second / top.requests_per_second;
+                runs.push((figures, ratio));
             }
         }
         for (instance, runs) in instances.iter().zip(&runs) {
             let figures = wrk::Figures {
-                requests_per_second: runs.iter().map(|f| f.requests_per_second).sum::<f64>() / 2.0,
-                p50_ms: runs.iter().map(|f| f.p50_ms).sum::<f64>() / 2.0,
-                p99_ms: runs.iter().map(|f| f.p99_ms).sum::<f64>() / 2.0,
+                requests_per_second: median(runs.iter().map(|(f, _)| f.requests_per_second)),
+                p50_ms: median(runs.iter().map(|(f, _)| f.p50_ms)),
+                p99_ms: median(runs.iter().map(|(f, _)| f.p99_ms)),
             };
-            let ratio = figures.requests_per_second * 2.0 / ceiling_total;
+            let ratio = median(runs.iter().map(|(_, ratio)| *ratio));
             let rss_mib = resident_mib(instance.server.0.id())?;
             println!(
                 "{} pets: {:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
@@ -272,6 +284,17 @@ fn configuration(
     // The table lists one size after the other.
     rows.sort_by_key(|row| sizes.iter().position(|&pets| pets == row.pets));
     Ok(rows)
+}
+
+/// The median of `values` (the mean of the middle two when there are evenly many).
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => f64::midpoint(values[n / 2 - 1], values[n / 2]),
+    }
 }
 
 /// The API's cursor for the page after pet `after`.

@@ -13,7 +13,7 @@ const BEGIN: &str = "<!-- xtask load: begin -->";
 const END: &str = "<!-- xtask load: end -->";
 
 /// Prints the table and writes it, with the chart, into the docs.
-pub fn write(root: &Path, rows: &[Row]) -> Result<()> {
+pub fn write(root: &Path, rows: &[Row], rounds: u32) -> Result<()> {
     let table = table(rows);
     cmd::header("summary");
     println!("{table}");
@@ -23,8 +23,9 @@ pub fn write(root: &Path, rows: &[Row]) -> Result<()> {
     let (before, rest) = doc.split_once(BEGIN).context("docs/benchmarks.md has no load markers")?;
     let (_, after) = rest.split_once(END).context("docs/benchmarks.md has no end marker")?;
     let section = format!(
-        "{BEGIN}\nMeasured by `cargo xtask load` {}. The servers of both sizes run at once, and each scenario runs on the ceiling and on every size in turn, twice (ABCABC): each figure is the mean of two runs, and noise hits the sizes alike.\n\n{table}\n![The figures as a chart](load.svg)\n{END}",
-        machine()
+        "{BEGIN}\nMeasured by `cargo xtask load` {}. The servers of both sizes run at once, and each scenario runs on the ceiling and on every size in turn, {} times (ABCABC...): each figure is the median of its rounds, each ratio the median of its rounds' ratios to the ceiling run just before, and noise hits the sizes alike.\n\n{table}\n![The figures as a chart](load.svg)\n{END}",
+        machine(),
+        rounds
     );
     std::fs::write(&path, format!("{before}{section}{after}"))?;
     std::fs::write(root.join("docs/load.svg"), chart(rows))?;
