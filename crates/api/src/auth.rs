@@ -22,9 +22,9 @@ pub struct Authenticated(pub ApiKey);
 
 /// An API key sent as `Authorization: Bearer <API_KEY>`. Keys look like
 /// `as_live_<id>_<secret>` in production and `as_test_<id>_<secret>` in staging; an operator
-/// issues them with `animal-store keys create`.
+/// issues them with `animal-store keys create`. Operations that act for the caller (orders)
+/// read the key.
 #[derive(SecurityScheme)]
-#[expect(dead_code, reason = "operations need the proof of authentication, not the key")]
 #[oai(ty = "bearer", bearer_format = "as_live_<id>_<secret>", checker = "authenticated_key")]
 pub struct BearerKey(pub ApiKey);
 

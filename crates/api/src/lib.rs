@@ -33,6 +33,7 @@ mod published;
 mod rate_limit;
 mod routes;
 pub mod server;
+pub mod stability;
 mod state;
 pub mod telemetry;
 
@@ -52,7 +53,8 @@ use routes::RouteTable;
 /// The OpenAPI document of the service, as served at `/v1/openapi.json`.
 pub fn openapi_document(config: &ApiConfig) -> String {
     let service = openapi::service(config);
-    serde_json::to_string_pretty(&openapi::document(&service)).unwrap_or_default()
+    serde_json::to_string_pretty(&openapi::document(&service, config.experimental))
+        .unwrap_or_default()
 }
 
 /// Parses a `NewPet` body exactly as `createPet` does, at `now`: the pet, or the message of
@@ -84,7 +86,7 @@ fn origin(url: &str) -> Option<String> {
 /// The whole HTTP service.
 pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let service = openapi::service(&state.config);
-    let document = openapi::document(&service);
+    let document = openapi::document(&service, state.config.experimental);
     let routes = RouteTable::from_document(&document, "/v1")
         .with_route("/v1/openapi.json", &[Method::GET])
         .with_route("/v1/docs", &[Method::GET])
@@ -129,7 +131,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .with(CatchPanic::new().with_handler(middleware::panic_response))
         .around(middleware::request_timeout)
         .around(middleware::guard)
-        .around(middleware::deprecation_headers)
+        .around(middleware::lifecycle_headers)
         // Boxed: the layers inside make a large future, best kept off the stack.
         .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
         .around(middleware::nosniff)

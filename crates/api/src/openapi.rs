@@ -3,24 +3,27 @@
 //! poem-openapi generates the document from the operations. What the middleware adds to
 //! responses it cannot see, so [`document`] writes it in afterwards: the headers of a
 //! deprecated operation on every one of its responses, and the stability marker of every
-//! operation (`x-stability`, which poem-openapi has no attribute for).
+//! operation (`x-stability`, which poem-openapi has no attribute for, read off the summary's
+//! prefix; see `stability.rs`) with the `API-Stability` header of the beta and experimental
+//! ones.
 
 use poem_openapi::{OpenApiService, ServerObject};
 use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
-use crate::operations::PetsApi;
+use crate::operations::{Operations, OrdersApi, PetsApi};
+use crate::stability::Stability;
 use crate::state::ApiConfig;
 
 /// The version of the API description.
 pub const API_VERSION: &str = "1.0.0";
 
 /// The poem-openapi service: the operations and their generated description.
-pub fn service(config: &ApiConfig) -> OpenApiService<PetsApi, ()> {
-    OpenApiService::new(PetsApi, "Animal Store API", API_VERSION)
+pub fn service(config: &ApiConfig) -> OpenApiService<Operations, ()> {
+    OpenApiService::new((PetsApi, OrdersApi), "Animal Store API", API_VERSION)
         .description(
-            "Keep the catalogue of animals of a pet store: list them, add them, get one by id. \
-             Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
+            "Keep the catalogue of animals of a pet store: list them, add them, get one by id; \
+             reserve them with orders. Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
              error answers with the `Error` body. The version is part of the path: every \
              address ends in `/v1`.",
         )
@@ -28,18 +31,29 @@ pub fn service(config: &ApiConfig) -> OpenApiService<PetsApi, ()> {
         .server(ServerObject::new(&config.staging_url).description("Staging"))
 }
 
-/// The complete document: generated, then completed with what the middleware does.
-pub fn document(service: &OpenApiService<PetsApi, ()>) -> Value {
+/// The complete document: generated, then completed with what the middleware does. Without
+/// `experimental`, the experimental operations are left out, with the schemas only they use.
+pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) -> Value {
     let mut document: Value = serde_json::from_str(&service.spec()).unwrap_or_else(|err| {
         tracing::error!(error = %err, "poem-openapi produced an unreadable document");
         Value::Null
     });
     for operation in operations(&mut document) {
-        operation["x-stability"] = json!("stable");
+        let summary = operation["summary"].as_str().unwrap_or_default();
+        let stability = Stability::of_summary(summary).0;
+        operation["x-stability"] = json!(stability.as_str());
         add_too_many_requests(operation);
         for response in responses(operation) {
             canonical_header_names(response);
             add_rate_limit_headers(response);
+            if stability != Stability::Stable {
+                header(
+                    response,
+                    "API-Stability",
+                    "How far the operation may still change: `beta` or `experimental`.",
+                    stability.as_str(),
+                );
+            }
         }
         let deprecation = operation["operationId"].as_str().and_then(Deprecation::of);
         if let Some(deprecation) = deprecation {
@@ -51,7 +65,52 @@ pub fn document(service: &OpenApiService<PetsApi, ()>) -> Value {
     name_the_pets_schema(&mut document);
     plain_references(&mut document);
     plain_json_media_type(&mut document);
+    if !experimental {
+        leave_out(&mut document, Stability::Experimental);
+    }
     document
+}
+
+/// Removes the operations of `stability`, the paths left without one, and the schemas
+/// nothing refers to any more.
+fn leave_out(document: &mut Value, stability: Stability) {
+    if let Some(paths) = document["paths"].as_object_mut() {
+        for item in paths.values_mut().filter_map(Value::as_object_mut) {
+            item.retain(|_, operation| operation["x-stability"] != stability.as_str());
+        }
+        paths.retain(|_, item| item.as_object().is_some_and(|item| !item.is_empty()));
+    }
+    let mut used = std::collections::BTreeSet::new();
+    let mut pending = vec![document["paths"].clone()];
+    while let Some(value) = pending.pop() {
+        for name in references(&value) {
+            if used.insert(name.clone()) {
+                pending.push(document["components"]["schemas"][&name].clone());
+            }
+        }
+    }
+    if let Some(schemas) = document["components"]["schemas"].as_object_mut() {
+        schemas.retain(|name, _| used.contains(name));
+    }
+}
+
+/// The names of the schemas `value` refers to (`#/components/schemas/NAME`).
+fn references(value: &Value) -> Vec<String> {
+    match value {
+        Value::Object(object) => object
+            .iter()
+            .flat_map(|(key, value)| match (key.as_str(), value.as_str()) {
+                ("$ref", Some(target)) => target
+                    .strip_prefix("#/components/schemas/")
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect(),
+                _ => references(value),
+            })
+            .collect(),
+        Value::Array(items) => items.iter().flat_map(references).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// poem-openapi wraps a property that refers to another schema in `allOf` to attach its
@@ -120,7 +179,7 @@ fn name_the_pets_schema(document: &mut Value) {
 }
 
 /// The docs page: Swagger UI, bundled in the binary (it works offline), showing `document`.
-pub fn docs_page(service: &OpenApiService<PetsApi, ()>, document: &str) -> String {
+pub fn docs_page(service: &OpenApiService<Operations, ()>, document: &str) -> String {
     // The page embeds the generated document verbatim; swap in the completed one.
     service.swagger_ui_html().replacen(&service.spec(), document, 1)
 }

@@ -9,16 +9,26 @@
 use poem::http::Method;
 use serde_json::Value;
 
+use crate::stability::Stability;
+
+/// One method of a route: the operation it reaches, if it is one, and how stable that is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RouteMethod {
+    method: Method,
+    operation: Option<String>,
+    stability: Stability,
+}
+
 /// One route: a path template and the operations on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteEntry {
     template: String,
     segments: Vec<Option<String>>,
-    methods: Vec<(Method, Option<String>)>,
+    methods: Vec<RouteMethod>,
 }
 
 impl RouteEntry {
-    fn new(template: String, methods: Vec<(Method, Option<String>)>) -> Self {
+    fn new(template: String, methods: Vec<RouteMethod>) -> Self {
         let segments = template
             .split('/')
             .map(|s| (!(s.starts_with('{') && s.ends_with('}'))).then(|| s.to_owned()))
@@ -34,17 +44,32 @@ impl RouteEntry {
     /// The value of an `Allow` header: the methods of the route, with `HEAD` wherever `GET`
     /// is (poem answers `HEAD` with the `GET` handler).
     pub fn allow(&self) -> String {
-        let mut methods: Vec<&str> = self.methods.iter().map(|(m, _)| m.as_str()).collect();
-        if self.methods.iter().any(|(m, _)| m == Method::GET) {
+        let mut methods: Vec<&str> = self.methods.iter().map(|m| m.method.as_str()).collect();
+        if self.methods.iter().any(|m| m.method == Method::GET) {
             methods.push(Method::HEAD.as_str());
         }
         methods.join(", ")
     }
 
+    /// The entry of `method` on this route; `HEAD` is `GET`'s.
+    fn method(&self, method: &Method) -> Option<&RouteMethod> {
+        let method = if method == Method::HEAD { &Method::GET } else { method };
+        self.methods.iter().find(|m| m.method == method)
+    }
+
+    /// Whether the route answers `method`.
+    pub fn allows(&self, method: &Method) -> bool {
+        self.method(method).is_some()
+    }
+
     /// The id of the operation `method` reaches on this route; `HEAD` reaches `GET`'s.
     pub fn operation(&self, method: &Method) -> Option<&str> {
-        let method = if method == Method::HEAD { &Method::GET } else { method };
-        self.methods.iter().find(|(m, _)| m == method).and_then(|(_, op)| op.as_deref())
+        self.method(method).and_then(|m| m.operation.as_deref())
+    }
+
+    /// How stable the operation `method` reaches is; stable for what is not an operation.
+    pub fn stability(&self, method: &Method) -> Stability {
+        self.method(method).map_or(Stability::Stable, |m| m.stability)
     }
 
     fn matches(&self, path: &str) -> bool {
@@ -78,7 +103,14 @@ impl RouteTable {
                     .filter_map(|(method, op)| {
                         let method =
                             Method::from_bytes(method.to_ascii_uppercase().as_bytes()).ok()?;
-                        Some((method, op["operationId"].as_str().map(str::to_owned)))
+                        Some(RouteMethod {
+                            method,
+                            operation: op["operationId"].as_str().map(str::to_owned),
+                            stability: op["x-stability"]
+                                .as_str()
+                                .and_then(Stability::named)
+                                .unwrap_or_default(),
+                        })
                     })
                     .collect();
                 RouteEntry::new(format!("{prefix}{path}"), methods)
@@ -92,7 +124,14 @@ impl RouteTable {
     pub fn with_route(mut self, template: &str, methods: &[Method]) -> Self {
         self.routes.push(RouteEntry::new(
             template.to_owned(),
-            methods.iter().map(|m| (m.clone(), None)).collect(),
+            methods
+                .iter()
+                .map(|m| RouteMethod {
+                    method: m.clone(),
+                    operation: None,
+                    stability: Stability::Stable,
+                })
+                .collect(),
         ));
         self
     }
@@ -118,7 +157,8 @@ mod tests {
     fn paths_match_their_templates_only() {
         let doc = json!({"paths": {
             "/pets": {"get": {"operationId": "listPets"}, "post": {"operationId": "createPet"}},
-            "/pets/{petId}": {"get": {"operationId": "getPet"}}
+            "/pets/{petId}": {"get": {"operationId": "getPet"}},
+            "/store/orders": {"post": {"operationId": "placeOrder", "x-stability": "experimental"}}
         }});
         let table = RouteTable::from_document(&doc, "/v1").with_route("/v1/docs", &[Method::GET]);
         assert_eq!(
@@ -131,6 +171,10 @@ mod tests {
         assert_eq!(get_pet.operation(&Method::HEAD), Some("getPet"));
         assert_eq!(get_pet.operation(&Method::DELETE), None);
         assert_eq!(table.find("/v1/docs").map(RouteEntry::allow).as_deref(), Some("GET, HEAD"));
+        let orders = table.find("/v1/store/orders").expect("a route");
+        assert_eq!(orders.stability(&Method::POST), Stability::Experimental);
+        assert!(orders.allows(&Method::POST) && !orders.allows(&Method::GET));
+        assert_eq!(get_pet.stability(&Method::GET), Stability::Stable);
         assert!(table.find("/v1/pets/").is_none());
         assert!(table.find("/v1/pets/1/2").is_none());
         assert!(table.find("/v2/pets").is_none());

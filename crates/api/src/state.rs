@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::{Clock, KeyService, PetService, RateLimiter};
+use animal_store_domain::{Clock, KeyService, OrderService, PetService, RateLimiter};
 
 use crate::client_address::ClientAddressing;
 use crate::probes::Readiness;
@@ -14,6 +14,8 @@ use crate::telemetry::SharedExporter;
 pub struct AppState {
     /// The pet catalogue.
     pub pets: PetService,
+    /// Orders, each visible to its owner only.
+    pub orders: OrderService,
     /// API keys: authentication.
     pub keys: KeyService,
     /// The time, for sunsets.
@@ -49,6 +51,9 @@ pub struct ApiConfig {
     pub clients: ClientAddressing,
     /// A request not answered within this time is answered 503 `service_unavailable`.
     pub request_timeout: Duration,
+    /// Whether the experimental operations are served; when not, they answer 404 and the
+    /// document leaves them out.
+    pub experimental: bool,
 }
 
 impl Default for ApiConfig {
@@ -58,6 +63,7 @@ impl Default for ApiConfig {
             staging_url: DEFAULT_STAGING_URL.to_owned(),
             clients: ClientAddressing::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            experimental: true,
         }
     }
 }

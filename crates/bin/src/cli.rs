@@ -77,6 +77,11 @@ pub struct DocumentArgs {
     /// The staging address, `/v1` included, listed in the OpenAPI document.
     #[arg(long, env = "ANIMAL_STORE_STAGING_URL", default_value = DEFAULT_STAGING_URL)]
     pub staging_url: String,
+
+    /// Turn the experimental operations off: they answer 404 and the document leaves them
+    /// out. Beta and stable operations are served either way.
+    #[arg(long, env = "ANIMAL_STORE_DISABLE_EXPERIMENTAL")]
+    pub disable_experimental: bool,
 }
 
 /// The settings of `serve`.

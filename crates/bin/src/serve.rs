@@ -25,6 +25,7 @@ fn api_config(document: &DocumentArgs) -> ApiConfig {
     ApiConfig {
         production_url: document.production_url.clone(),
         staging_url: document.staging_url.clone(),
+        experimental: !document.disable_experimental,
         ..ApiConfig::default()
     }
 }
@@ -95,7 +96,7 @@ async fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<A
     let wiring = stores
         .health_checks()
         .into_iter()
-        .fold(Wiring::new(stores.pets(), stores.keys()), Wiring::health_check);
+        .fold(Wiring::new(stores.pets(), stores.orders(), stores.keys()), Wiring::health_check);
     let wiring = if args.metrics {
         wiring.metrics(PrometheusExporter::install(stores.pool_metrics())?)
     } else {

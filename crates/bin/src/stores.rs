@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{ApiKeyStore, HealthCheck, PetRepository};
+use animal_store_domain::{ApiKeyStore, HealthCheck, OrderRepository, PetRepository};
 use animal_store_infra::faults::{Faults, FaultyPetRepository, Injector};
 use animal_store_infra::{
-    Database, DatabaseOptions, MemoryApiKeyStore, MemoryPetRepository, PoolMetrics,
+    Database, DatabaseOptions, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository,
+    PoolMetrics,
 };
 use anyhow::Context;
 
@@ -19,6 +20,8 @@ pub enum Stores {
         pets: Arc<MemoryPetRepository>,
         /// The faults the URL's options ask for, injected in front of `pets` when serving.
         faults: Option<Arc<Injector>>,
+        /// Orders, beside `pets`.
+        orders: Arc<MemoryOrderRepository>,
         /// Keys.
         keys: Arc<MemoryApiKeyStore>,
     },
@@ -33,7 +36,8 @@ impl Stores {
             let faults = memory_faults(cli.database_url.expose())?.map(Injector::new);
             let (pets, keys) =
                 (Arc::new(MemoryPetRepository::new()), Arc::new(MemoryApiKeyStore::new()));
-            return Ok(Self::Memory { pets, faults, keys });
+            let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
+            return Ok(Self::Memory { pets, faults, orders, keys });
         }
         let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
         let db = Database::connect_with(cli.database_url.expose(), options)
@@ -57,6 +61,14 @@ impl Stores {
             }
             Self::Memory { pets, faults: None, .. } => pets.clone(),
             Self::Sql(db) => Arc::new(db.pets()),
+        }
+    }
+
+    /// The order repository, beside the pets.
+    pub fn orders(&self) -> Arc<dyn OrderRepository> {
+        match self {
+            Self::Memory { orders, .. } => orders.clone(),
+            Self::Sql(db) => Arc::new(db.orders()),
         }
     }
 

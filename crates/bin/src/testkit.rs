@@ -22,8 +22,12 @@ use std::time::Duration;
 
 use animal_store_api::server::{Limits, Server};
 use animal_store_api::{AppState, app};
-use animal_store_domain::{ApiKeyStore, PetRepository, Plan, RateLimitPolicy, RateLimiter};
-use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository};
+use animal_store_domain::{
+    ApiKeyStore, OrderRepository, PetRepository, Plan, RateLimitPolicy, RateLimiter,
+};
+use animal_store_infra::{
+    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository,
+};
 use poem::Response;
 use poem::endpoint::BoxEndpoint;
 use poem::test::TestClient;
@@ -38,6 +42,7 @@ pub const START: u64 = 1_795_305_600;
 /// The parts of a test app; [`TestKit::build`] wires them.
 pub struct TestKit {
     pets: Arc<dyn PetRepository>,
+    orders: Arc<dyn OrderRepository>,
     keys: Arc<dyn ApiKeyStore>,
     limiter: Option<Arc<dyn RateLimiter>>,
     policy: RateLimitPolicy,
@@ -54,8 +59,10 @@ impl TestKit {
     /// Memory stores, the default policy, the in-process rate limiter and a manual clock at
     /// [`START`].
     pub fn new() -> Self {
+        let pets = Arc::new(MemoryPetRepository::new());
         Self {
-            pets: Arc::new(MemoryPetRepository::new()),
+            orders: Arc::new(MemoryOrderRepository::new(pets.clone())),
+            pets,
             keys: Arc::new(MemoryApiKeyStore::new()),
             limiter: None,
             policy: RateLimitPolicy::default(),
@@ -63,10 +70,19 @@ impl TestKit {
         }
     }
 
-    /// Pets in `pets`, an adapter under test for example.
+    /// Pets in `pets`, an adapter under test for example. Orders stay in the kit's own
+    /// memory store, whose pets they reserve: to test orders over your adapter, give its
+    /// orders too, with [`TestKit::with_orders`].
     #[must_use]
     pub fn with_pets(mut self, pets: Arc<dyn PetRepository>) -> Self {
         self.pets = pets;
+        self
+    }
+
+    /// Orders in `orders`, kept beside the pets given to [`TestKit::with_pets`].
+    #[must_use]
+    pub fn with_orders(mut self, orders: Arc<dyn OrderRepository>) -> Self {
+        self.orders = orders;
         self
     }
 
@@ -98,8 +114,9 @@ impl TestKit {
 
     /// The app, wired by [`Wiring`] as `serve` wires it.
     pub fn build(self) -> TestApp {
-        let Self { pets, keys, limiter, policy, clock } = self;
-        let mut wiring = Wiring::new(pets, keys).clock(Arc::new(clock.clone())).policy(policy);
+        let Self { pets, orders, keys, limiter, policy, clock } = self;
+        let mut wiring =
+            Wiring::new(pets, orders, keys).clock(Arc::new(clock.clone())).policy(policy);
         if let Some(limiter) = limiter {
             wiring = wiring.rate_limiter_adapter(limiter);
         }

@@ -14,8 +14,8 @@ use animal_store_api::probes::Readiness;
 use animal_store_api::telemetry::SharedExporter;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{
-    ApiKeyStore, Clock, Environment, HealthCheck, KeyService, PetRepository, PetService,
-    RateLimitPolicy, RateLimiter,
+    ApiKeyStore, Clock, Environment, HealthCheck, KeyService, OrderRepository, OrderService,
+    PetRepository, PetService, RateLimitPolicy, RateLimiter,
 };
 use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
 
@@ -26,6 +26,7 @@ pub use crate::cli::RateLimiterKind;
 /// in-process rate limiter; and no metrics, which `serve` adds.
 pub struct Wiring {
     pets: Arc<dyn PetRepository>,
+    orders: Arc<dyn OrderRepository>,
     keys: Arc<dyn ApiKeyStore>,
     clock: Arc<dyn Clock>,
     policy: RateLimitPolicy,
@@ -48,10 +49,16 @@ impl Wiring {
     /// The most subjects the in-process limiters keep, unless told otherwise.
     pub const DEFAULT_LIMITER_CAPACITY: u64 = 2_000_000;
 
-    /// The service over these stores, with the defaults above.
-    pub fn new(pets: Arc<dyn PetRepository>, keys: Arc<dyn ApiKeyStore>) -> Self {
+    /// The service over these stores, with the defaults above. `orders` must keep its
+    /// orders beside `pets`: placing an order changes its pet's status.
+    pub fn new(
+        pets: Arc<dyn PetRepository>,
+        orders: Arc<dyn OrderRepository>,
+        keys: Arc<dyn ApiKeyStore>,
+    ) -> Self {
         Self {
             pets,
+            orders,
             keys,
             clock: Arc::new(SystemClock),
             policy: RateLimitPolicy::default(),
@@ -128,6 +135,7 @@ impl Wiring {
     pub fn state(self) -> AppState {
         let Self {
             pets,
+            orders,
             keys,
             clock,
             policy,
@@ -150,6 +158,7 @@ impl Wiring {
         let keys = Arc::new(CachedApiKeyStore::new(keys, clock.clone()));
         AppState {
             pets: PetService::new(pets),
+            orders: OrderService::new(orders, clock.clone()),
             keys: KeyService::new(keys, clock.clone(), environment),
             limiter,
             clock,

@@ -7,6 +7,8 @@
 //!   contract lives in exactly one constructor, so an invalid value cannot exist.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest.
+//! - [`order`]: orders, their statuses and the moves between them; [`orders`]: the order
+//!   use cases.
 //! - [`limit`]: rate-limit windows and the decision to admit a request, as pure functions,
 //!   and the [`RateLimiter`] port.
 //! - [`ports`]: the traits adapters implement (storage, clock).
@@ -18,6 +20,8 @@
 
 pub mod api_key;
 pub mod keys;
+pub mod order;
+pub mod orders;
 pub mod pet;
 pub mod plan;
 pub mod ports;
@@ -29,13 +33,19 @@ pub use api_key::{
     KeyNameError,
 };
 pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
+pub use order::{
+    GetOrderError, NewOrder, Order, OrderId, OrderStatus, OrderStatusError, OrderTransitionError,
+    PlaceOrderError, UpdateOrderError,
+};
+pub use orders::{OrderPage, OrderQuery, OrderService, to_the_second};
 pub use pet::{
     CategoryId, CategoryIdError, NewPet, PageSize, PageSizeError, Pet, PetId, PetName,
     PetNameError, PetStatus, PetStatusError, excerpt,
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{
-    ApiKeyStore, BoxError, Clock, HealthCheck, PetRepository, RepositoryError, Rotation,
+    ApiKeyStore, BoxError, Clock, HealthCheck, OrderRepository, PetRepository, RepositoryError,
+    Rotation,
 };
 pub use rate_limit::{
     Decision, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter, StoreFallback, Subject,

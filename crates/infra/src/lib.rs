@@ -36,7 +36,7 @@ pub mod testing;
 
 pub use cache::CachedApiKeyStore;
 pub use clock::SystemClock;
-pub use memory::{MemoryApiKeyStore, MemoryPetRepository};
+pub use memory::{MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository};
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use redis_limiter::{LimiterFailure, RedisLimiterOptions, RedisRateLimiter};
 pub use sql::{

@@ -4,14 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewPet, Pet, PetId, PetRepository, PetStatus,
-    RepositoryError, Rotation,
+    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewOrder, NewPet, Order, OrderId, OrderRepository,
+    OrderStatus, Pet, PetId, PetRepository, PetStatus, PlaceOrderError, RepositoryError, Rotation,
+    UpdateOrderError,
 };
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 /// Pets in a map ordered by id.
 #[derive(Debug, Default)]
@@ -55,6 +57,87 @@ impl PetRepository for MemoryPetRepository {
             .take(limit)
             .cloned()
             .collect())
+    }
+}
+
+/// Orders in a map ordered by id, beside the pets of a [`MemoryPetRepository`] whose
+/// statuses they change. A change holds the pets' lock, then the orders', for its whole
+/// length: it is one transaction.
+#[derive(Debug)]
+pub struct MemoryOrderRepository {
+    pets: Arc<MemoryPetRepository>,
+    orders: Mutex<BTreeMap<OrderId, Order>>,
+}
+
+impl MemoryOrderRepository {
+    /// No orders yet, for the pets of `pets`.
+    pub fn new(pets: Arc<MemoryPetRepository>) -> Self {
+        Self { pets, orders: Mutex::default() }
+    }
+
+    fn orders(&self) -> std::sync::MutexGuard<'_, BTreeMap<OrderId, Order>> {
+        self.orders.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl OrderRepository for MemoryOrderRepository {
+    async fn place(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
+        let mut pets = self.pets.pets.write().unwrap_or_else(PoisonError::into_inner);
+        let pet = pets.get_mut(&order.pet_id).ok_or(PlaceOrderError::NoSuchPet(order.pet_id))?;
+        if pet.status != PetStatus::Available {
+            return Err(PlaceOrderError::PetNotAvailable { pet: pet.id, status: pet.status });
+        }
+        let mut orders = self.orders();
+        let id = OrderId::new(orders.last_key_value().map_or(1, |(id, _)| id.get() + 1));
+        let order = order.placed(id);
+        pet.status = order.status.pet_status();
+        orders.insert(id, order.clone());
+        Ok(order)
+    }
+
+    async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Option<Order>, RepositoryError> {
+        Ok(self.orders().get(&id).filter(|order| order.owner == *owner).cloned())
+    }
+
+    async fn list(
+        &self,
+        owner: &KeyId,
+        status: Option<OrderStatus>,
+        after: Option<OrderId>,
+        limit: usize,
+    ) -> Result<Vec<Order>, RepositoryError> {
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(self
+            .orders()
+            .range((from, Bound::Unbounded))
+            .map(|(_, order)| order)
+            .filter(|order| order.owner == *owner && status.is_none_or(|s| order.status == s))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn update_status(
+        &self,
+        owner: &KeyId,
+        id: OrderId,
+        to: OrderStatus,
+        at: DateTime<Utc>,
+    ) -> Result<Order, UpdateOrderError> {
+        let mut pets = self.pets.pets.write().unwrap_or_else(PoisonError::into_inner);
+        let mut orders = self.orders();
+        let order = orders
+            .get_mut(&id)
+            .filter(|order| order.owner == *owner)
+            .ok_or(UpdateOrderError::NotFound(id))?;
+        let pet_status = order.status.move_to(to)?;
+        if let Some(pet) = pets.get_mut(&order.pet_id) {
+            pet.status = pet_status;
+        }
+        order.status = to;
+        order.updated_at = at;
+        Ok(order.clone())
     }
 }
 

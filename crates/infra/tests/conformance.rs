@@ -3,11 +3,13 @@
 use std::sync::Arc;
 
 use animal_store_domain::{ApiKeyStore, PetRepository};
+use animal_store_infra::conformance::OrderStores;
 use animal_store_infra::conformance::faults::Stores;
 use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
 use animal_store_infra::{
-    CachedApiKeyStore, MemoryApiKeyStore, MemoryPetRepository, SystemClock, conformance,
+    CachedApiKeyStore, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, SystemClock,
+    conformance,
 };
 
 #[tokio::test]
@@ -29,6 +31,30 @@ async fn postgres_pet_repository() {
         return;
     };
     conformance::pet_repository(&db.pets()).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn memory_order_repository() {
+    let pets = Arc::new(MemoryPetRepository::new());
+    let orders = MemoryOrderRepository::new(Arc::clone(&pets));
+    conformance::order_repository(&OrderStores { pets: &*pets, orders: &orders }).await;
+}
+
+#[tokio::test]
+async fn sqlite_order_repository() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    conformance::order_repository(&OrderStores { pets: &db.pets(), orders: &db.orders() }).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_order_repository() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    conformance::order_repository(&OrderStores { pets: &db.pets(), orders: &db.orders() }).await;
     db.close().await;
 }
 

@@ -1,7 +1,9 @@
 //! Upgrade tests: each migration after the first, run on a database that an older version
 //! of the service filled, on SQLite and PostgreSQL.
 
-use animal_store_domain::{ApiKey, ApiKeyStore, Rotation};
+use animal_store_domain::{
+    ApiKey, ApiKeyStore, KeyId, NewOrder, OrderRepository, PetStatus, Rotation,
+};
 use animal_store_domain::{ApiKeySecret, Environment, PetRepository, Plan};
 use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upgraded};
@@ -12,7 +14,12 @@ use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upg
 fn every_migration_after_the_first_has_an_upgrade_test() {
     assert_eq!(
         Database::migration_names(),
-        ["m0001_create_pets", "m0002_create_api_keys", "m20261123_000003_key_lifecycle"]
+        [
+            "m0001_create_pets",
+            "m0002_create_api_keys",
+            "m20261123_000003_key_lifecycle",
+            "m20261123_000004_create_orders"
+        ]
     );
 }
 
@@ -107,5 +114,34 @@ async fn keys_gain_a_lifecycle_on_sqlite() {
 async fn keys_gain_a_lifecycle_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         keys_gain_a_lifecycle(&url).await;
+    }
+}
+
+/// `m20261123_000004_create_orders` on a database with pets and keys: they stay, and its
+/// pets can be ordered.
+async fn orders_join_a_database_with_pets(url: &str) {
+    let seed = ["INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 2, 'available')"];
+    let db = upgraded(url, 3, &seed).await;
+    let pets = db.pets().list(None, None, 10).await.expect("list");
+    assert_eq!(pets.len(), 1, "the pets stay");
+    let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("an instant");
+    let owner = KeyId::new("oldkey000001").expect("a key id");
+    let order = NewOrder { pet_id: pets[0].id, owner, at };
+    let placed = db.orders().place(order).await.expect("an old pet can be ordered");
+    assert_eq!(placed.created_at, at);
+    let pet = db.pets().get(pets[0].id).await.expect("get").expect("the pet");
+    assert_eq!(pet.status, PetStatus::Pending);
+    db.close().await;
+}
+
+#[tokio::test]
+async fn orders_join_a_database_with_pets_on_sqlite() {
+    orders_join_a_database_with_pets(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn orders_join_a_database_with_pets_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        orders_join_a_database_with_pets(&url).await;
     }
 }

@@ -98,6 +98,19 @@ impl<T: BodyValue> ToJSON for Field<T> {
     }
 }
 
+/// A request body that must be a JSON object, as the fields of `T`; the `invalid_request`
+/// that says it is not one otherwise.
+pub fn object_body<T: ParseFromJSON>(value: Option<Value>) -> Result<T, crate::error::ApiError> {
+    let not_an_object =
+        || crate::error::ApiError::invalid_request("the body must be a JSON object");
+    match value {
+        Some(object @ Value::Object(_)) => {
+            T::parse_from_json(Some(object)).map_err(|_| not_an_object())
+        }
+        _ => Err(not_an_object()),
+    }
+}
+
 /// How a JSON value is described in messages.
 pub fn kind(value: &Value) -> &'static str {
     match value {

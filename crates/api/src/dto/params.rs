@@ -10,9 +10,11 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use animal_store_domain::PageSize;
+use animal_store_domain::{PageSize, PageSizeError, excerpt};
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseFromParameter, ParseResult, Type};
+
+use crate::error::ApiError;
 
 /// A value of type `T`, documented with the schema of `S`: the handler gets what the client
 /// sent, in a form it checks itself, while the document shows the real schema.
@@ -93,4 +95,20 @@ impl Type for PageSizeSchema {
     }
 
     raw_value_is_self!();
+}
+
+/// A listing's `limit`: `invalid_request` when it is not an integer, `validation_failed`
+/// when it is outside the bounds of [`PageSize`].
+pub fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
+    let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        let raw = excerpt(raw);
+        return Err(ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")));
+    }
+    // An integer too large for 64 bits is out of range like any other.
+    let out_of_range = || PageSizeError(excerpt(raw));
+    raw.parse::<i64>()
+        .map_err(|_| out_of_range())
+        .and_then(|limit| PageSize::new(limit).map_err(|_| out_of_range()))
+        .map_err(|e| ApiError::validation_failed(e.to_string()))
 }

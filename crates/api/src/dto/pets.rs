@@ -16,7 +16,7 @@ use poem_openapi::types::{ParseFromJSON, ParseResult, Type};
 use poem_openapi::{Enum, Object};
 use serde_json::Value;
 
-use crate::dto::field::{BodyValue, Field, ParseContext, kind};
+use crate::dto::field::{BodyValue, Field, ParseContext, kind, object_body};
 use crate::dto::params::Documented;
 use crate::error::ApiError;
 
@@ -110,13 +110,7 @@ pub type NewPetBody = Documented<NewPetSchema, Result<NewPetSchema, ApiError>>;
 
 impl ParseFromJSON for NewPetBody {
     fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
-        let not_an_object = || ApiError::invalid_request("the body must be a JSON object");
-        Ok(Self::new(match value {
-            Some(object @ Value::Object(_)) => {
-                NewPetSchema::parse_from_json(Some(object)).map_err(|_| not_an_object())
-            }
-            _ => Err(not_an_object()),
-        }))
+        Ok(Self::new(object_body(value)))
     }
 }
 

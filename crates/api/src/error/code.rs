@@ -17,6 +17,9 @@ pub enum ErrorCode {
     NotFound,
     /// 405: the route exists, not with this method; `Allow` lists the methods it has.
     MethodNotAllowed,
+    /// 409: the request conflicts with the resource's state (an animal already reserved, an
+    /// order move the rules do not allow); the message says which.
+    Conflict,
     /// 410: the operation is past its sunset.
     Gone,
     /// 413: the body is larger than 16 KiB.
@@ -41,6 +44,7 @@ impl ErrorCode {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict => StatusCode::CONFLICT,
             Self::Gone => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -13,8 +13,12 @@ use super::{ApiError, ErrorBody, ErrorCode};
 
 /// The error responses one operation can give, for its OpenAPI description.
 pub trait ErrorSet: Send + Sync + 'static {
-    /// Each status with the sentence that documents when it happens.
+    /// Each code, answered with its own status, and the sentence that documents when.
     const RESPONSES: &'static [(ErrorCode, &'static str)];
+
+    /// Each code answered with another status than its own (see [`ApiError::with_status`]),
+    /// that status, and the sentence that documents when.
+    const OTHER_STATUSES: &'static [(ErrorCode, u16, &'static str)] = &[];
 }
 
 /// An error response of the operation whose error set is `S`. Handlers return
@@ -43,9 +47,11 @@ impl<S: ErrorSet> ApiResponse for OperationError<S> {
         MetaResponses {
             responses: S::RESPONSES
                 .iter()
-                .map(|&(code, description)| MetaResponse {
+                .map(|&(code, description)| (code, code.status().as_u16(), description))
+                .chain(S::OTHER_STATUSES.iter().copied())
+                .map(|(code, status, description)| MetaResponse {
                     description,
-                    status: Some(code.status().as_u16()),
+                    status: Some(status),
                     status_range: None,
                     content: vec![MetaMediaType {
                         content_type: "application/json",

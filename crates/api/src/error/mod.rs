@@ -24,7 +24,7 @@ mod framework;
 
 use std::fmt;
 
-use poem::http::{HeaderName, HeaderValue, header};
+use poem::http::{HeaderName, HeaderValue, StatusCode, header};
 use poem::{IntoResponse, Response};
 
 pub use body::ErrorBody;
@@ -35,6 +35,8 @@ pub use document::{ErrorSet, OperationError};
 #[derive(Debug, Clone)]
 pub struct ApiError {
     code: ErrorCode,
+    /// The code's own status, unless [`ApiError::with_status`] chose another.
+    status: StatusCode,
     message: String,
     headers: Vec<(HeaderName, HeaderValue)>,
 }
@@ -47,7 +49,7 @@ pub const UNAUTHORIZED_MESSAGE: &str =
 impl ApiError {
     /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), headers: Vec::new() }
+        Self { code, status: code.status(), message: message.into(), headers: Vec::new() }
     }
 
     /// A 400 `invalid_request`.
@@ -74,6 +76,15 @@ impl ApiError {
         )
     }
 
+    /// The same error with another status than its code's own: `validation_failed` is 422
+    /// when a body is well-formed but names something that does not exist (an order's
+    /// `petId`).
+    #[must_use]
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
     /// Adds a response header (`Allow`, `Retry-After`, `WWW-Authenticate`...).
     #[must_use]
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
@@ -91,7 +102,7 @@ impl ApiError {
         ErrorBody {
             code: self.code,
             message: self.message.clone(),
-            status: i32::from(self.code.status().as_u16()),
+            status: i32::from(self.status.as_u16()),
         }
     }
 
@@ -112,7 +123,7 @@ impl fmt::Display for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.code.status();
+        let status = self.status;
         let body = serde_json::to_vec(&poem_openapi::types::ToJSON::to_json(&self.body()))
             .unwrap_or_else(|_| b"{}".to_vec());
         let mut response = Response::builder()

@@ -1,20 +1,31 @@
-//! Layer 3: the `Allow` header RFC 9110 requires on a 405, which poem leaves out.
+//! Layer 3: routing by the route table. A path the table does not have is 404 and a method
+//! its route does not have 405, with the `Allow` header RFC 9110 requires (which poem leaves
+//! out), before the operations' router sees the request: operations left out of the document
+//! (`--disable-experimental`) are then answered as if they did not exist.
 
 use std::sync::Arc;
 
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{Endpoint, Request, Response};
 
-use super::{respond, routes};
-use crate::routes::RouteEntry;
+use super::{error_response, respond, routes};
 
-/// Layer 3: adds `Allow` to a 405.
+/// Layer 3: 404 and 405 from the route table; `Allow` on every 405.
 pub async fn allow_header<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let allow =
-        routes(&req).and_then(|routes| routes.find(req.uri().path()).map(RouteEntry::allow));
-    let mut response = respond(ep.as_ref(), req).await;
+    let Some(table) = routes(&req) else {
+        return Ok(respond(ep.as_ref(), req).await);
+    };
+    let Some(route) = table.find(req.uri().path()) else {
+        return Ok(error_response(poem::Error::from_status(StatusCode::NOT_FOUND)));
+    };
+    let allow = HeaderValue::try_from(route.allow()).ok();
+    let mut response = if route.allows(req.method()) {
+        respond(ep.as_ref(), req).await
+    } else {
+        error_response(poem::Error::from_status(StatusCode::METHOD_NOT_ALLOWED))
+    };
     if response.status() == StatusCode::METHOD_NOT_ALLOWED
-        && let Some(value) = allow.and_then(|a| HeaderValue::try_from(a).ok())
+        && let Some(value) = allow
     {
         response.headers_mut().insert(header::ALLOW, value);
     }

@@ -1,27 +1,33 @@
-//! Layer 7: the headers of a deprecated operation on every one of its responses, those of
-//! the layers inside included.
+//! Layer 7: the headers of an operation's lifecycle on every one of its responses, those of
+//! the layers inside included: a deprecated operation's `Deprecation`, `Sunset` and `Link`,
+//! and a beta or experimental operation's `API-Stability`.
 
 use std::sync::Arc;
 
+use poem::http::HeaderName;
 use poem::{Endpoint, Request, Response};
 
 use super::{respond, routes};
 use crate::deprecation::Deprecation;
 
-/// Layer 7: adds `Deprecation`, `Sunset` and `Link` to every response of a deprecated
-/// operation.
-pub async fn deprecation_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let deprecation = routes(&req).and_then(|routes| {
-        routes
-            .find(req.uri().path())
-            .and_then(|route| route.operation(req.method()))
-            .and_then(Deprecation::of)
-    });
+/// The header that says how far an operation may still change (`beta`, `experimental`).
+pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
+
+/// Layer 7: adds a deprecated operation's headers and a beta or experimental operation's
+/// `API-Stability` to every response of it.
+pub async fn lifecycle_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    let route = routes(&req).and_then(|routes| routes.find(req.uri().path()).cloned());
+    let deprecation =
+        route.as_ref().and_then(|route| route.operation(req.method())).and_then(Deprecation::of);
+    let stability = route.as_ref().and_then(|route| route.stability(req.method()).header());
     let mut response = respond(ep.as_ref(), req).await;
     if let Some(deprecation) = deprecation {
         for (name, value) in deprecation.headers() {
             response.headers_mut().insert(name, value);
         }
+    }
+    if let Some(stability) = stability {
+        response.headers_mut().insert(API_STABILITY, stability);
     }
     Ok(response)
 }

@@ -5,13 +5,14 @@
 //!    a key twice, for the operation to refuse.
 //! 2. `catch_all_error` ([`error_response`]): everything raised before or after a handler
 //!    (routing, extraction) becomes the Error body; an operation's own error responses pass.
-//! 3. [`allow_header`]: the `Allow` header RFC 9110 requires on a 405.
+//! 3. [`allow_header`]: 404 and 405 from the route table, before poem's router, and the
+//!    `Allow` header RFC 9110 requires on a 405.
 //! 4. `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
 //! 5. [`request_timeout`]: a request the layers inside do not answer in time gets 503.
 //! 6. [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
 //!    on every response (see `rate_limit`).
-//! 7. [`deprecation_headers`]: the headers of a deprecated operation on all its responses,
-//!    those of the layers inside included.
+//! 7. [`lifecycle_headers`]: the headers of a deprecated operation, and `API-Stability` of
+//!    a beta or experimental one, on all its responses, those of the layers inside included.
 //! 8. [`trace_request`]: a request id and one span and log line per request.
 //! 9. [`nosniff`]: `X-Content-Type-Options: nosniff` on every response.
 //! 10. [`record_metrics`]: the request's duration by method, route and status, and the
@@ -23,7 +24,7 @@
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
 //! its headers, so that no response escapes without them. Other orders lose headers or the
 //! Error body: `guard` outside `body_limit` refuses an over-limit request before reading its
-//! body; `deprecation_headers` outside `guard` marks `getPet`'s 401s and 429s too;
+//! body; `lifecycle_headers` outside `guard` marks `getPet`'s 401s and 429s too;
 //! `request_timeout` inside `guard` leaves its 503 the rate-limit headers; `trace_request`
 //! and `record_metrics` outermost see every response and its status.
 //!
@@ -36,8 +37,8 @@
 
 mod allow;
 mod body_limit;
-mod deprecation;
 mod guard;
+mod lifecycle;
 mod measure;
 mod nosniff;
 mod panic;
@@ -50,8 +51,8 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
-pub use deprecation::deprecation_headers;
 pub use guard::guard;
+pub use lifecycle::{API_STABILITY, lifecycle_headers};
 pub use measure::record_metrics;
 pub use nosniff::nosniff;
 pub use panic::panic_response;

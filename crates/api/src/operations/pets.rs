@@ -1,6 +1,6 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{PageSize, PageSizeError, PetId, PetQuery, PetStatus, excerpt};
+use animal_store_domain::{PageSize, PetId, PetQuery, PetStatus, excerpt};
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 
@@ -12,7 +12,7 @@ use crate::auth::BearerKey;
 use crate::deprecation::GET_PET;
 use crate::dto::cursor::{decode_cursor, encode_cursor};
 use crate::dto::field::ParseContext;
-use crate::dto::params::{PageSizeSchema, RawParam};
+use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
 use crate::state::AppState;
@@ -134,7 +134,7 @@ impl PetsApi {
                 .map(|raw| raw.as_str().parse::<PetStatus>())
                 .transpose()
                 .map_err(|e| ApiError::validation_failed(e.to_string()))?,
-            after: cursor.0.as_deref().map(decode_cursor).transpose()?,
+            after: cursor.0.as_deref().map(decode_cursor).transpose()?.map(PetId::new),
         };
         let page = state.pets.list(query).await?;
         let next = page.next_after.map(|after| next_link(&query, after));
@@ -192,26 +192,12 @@ impl PetsApi {
     }
 }
 
-fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
-    let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        let raw = excerpt(raw);
-        return Err(ApiError::invalid_request(format!("limit must be an integer, got {raw:?}")));
-    }
-    // An integer too large for 64 bits is out of range like any other.
-    let out_of_range = || PageSizeError(excerpt(raw));
-    raw.parse::<i64>()
-        .map_err(|_| out_of_range())
-        .and_then(|limit| PageSize::new(limit).map_err(|_| out_of_range()))
-        .map_err(|e| ApiError::validation_failed(e.to_string()))
-}
-
 fn next_link(query: &PetQuery, after: PetId) -> String {
     let status = query.status.map(|s| format!("&status={s}")).unwrap_or_default();
     format!(
         "</v1/pets?limit={}{status}&cursor={}>; rel=\"next\"",
         query.limit.get(),
-        encode_cursor(after)
+        encode_cursor(after.get())
     )
 }
 
@@ -229,10 +215,7 @@ mod tests {
         let link = next_link(&query, PetId::new(9));
         assert_eq!(
             link,
-            format!(
-                "</v1/pets?limit=5&status=sold&cursor={}>; rel=\"next\"",
-                encode_cursor(PetId::new(9))
-            )
+            format!("</v1/pets?limit=5&status=sold&cursor={}>; rel=\"next\"", encode_cursor(9))
         );
     }
 }

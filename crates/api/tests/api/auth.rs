@@ -5,9 +5,12 @@ use std::time::Duration;
 
 use animal_store_api::{ApiConfig, AppState, app};
 use animal_store_domain::{
-    ApiKeyStore, Clock, Environment, KeyService, PetService, Plan, RateLimitPolicy, RepositoryError,
+    ApiKeyStore, Clock, Environment, KeyService, OrderService, PetService, Plan, RateLimitPolicy,
+    RepositoryError,
 };
-use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter};
+use animal_store_infra::{
+    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, MemoryRateLimiter,
+};
 use async_trait::async_trait;
 use poem::Endpoint;
 use poem::http::{Method, StatusCode};
@@ -159,6 +162,10 @@ async fn an_unreachable_key_store_is_503() {
     let (_, secret) = animal_store_domain::ApiKeySecret::generate(Environment::Production);
     let state = AppState {
         pets: PetService::new(Arc::new(MemoryPetRepository::new())),
+        orders: OrderService::new(
+            Arc::new(MemoryOrderRepository::new(Arc::new(MemoryPetRepository::new()))),
+            clock.clone(),
+        ),
         keys,
         limiter: Arc::new(MemoryRateLimiter::new(
             RateLimitPolicy::default(),

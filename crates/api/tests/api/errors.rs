@@ -118,6 +118,7 @@ async fn the_error_codes_are_the_documented_closed_set() {
             "unauthorized",
             "not_found",
             "method_not_allowed",
+            "conflict",
             "gone",
             "payload_too_large",
             "unsupported_media_type",

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use animal_store_api::probes::Readiness;
 use animal_store_api::{ApiConfig, AppState, app};
 use animal_store_domain::{
-    Environment, KeyService, Pet, PetRepository, PetService, Plan, RateLimitPolicy,
+    Environment, KeyService, OrderService, Pet, PetRepository, PetService, Plan, RateLimitPolicy,
 };
-use animal_store_infra::{ManualClock, MemoryApiKeyStore, MemoryPetRepository, MemoryRateLimiter};
+use animal_store_infra::{
+    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, MemoryRateLimiter,
+};
 use poem::Response;
 use poem::http::{Method, StatusCode};
 use poem::test::TestClient;
@@ -69,6 +71,11 @@ impl Harness {
         let key = keys.issue(None, Plan::Business).await.expect("issue").secret.expose().to_owned();
         let state = AppState {
             pets: PetService::new(pets.clone()),
+            // No test of this crate places orders: they have a store of their own.
+            orders: OrderService::new(
+                Arc::new(MemoryOrderRepository::new(Arc::new(MemoryPetRepository::new()))),
+                Arc::new(clock.clone()),
+            ),
             keys: keys.clone(),
             clock: Arc::new(clock.clone()),
             limiter: Arc::new(MemoryRateLimiter::new(

@@ -7,7 +7,10 @@
 //! [`faults`] checks what stores over a real database promise when that database fails.
 
 pub mod faults;
+mod orders;
 mod rotation;
+
+pub use orders::{OrderStores, order_repository};
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};

@@ -71,3 +71,34 @@ pub mod api_key {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+/// The `orders` table.
+pub mod order {
+    use sea_orm::entity::prelude::*;
+
+    /// One order row. `owner` is the key id of its owner's line of rotations; `status` holds
+    /// the wire spelling (`placed`, `approved`, `delivered`, `cancelled`).
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "orders")]
+    pub struct Model {
+        /// Assigned by the database, growing.
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        /// The pet it reserves.
+        pub pet_id: i64,
+        /// Whose it is.
+        pub owner: String,
+        /// The status.
+        pub status: String,
+        /// When it was placed.
+        pub created_at: DateTimeUtc,
+        /// When its status last changed.
+        pub updated_at: DateTimeUtc,
+    }
+
+    /// Orders refer to pets; the foreign key is the schema's, no relation is needed here.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -22,6 +22,7 @@ mod entity;
 mod failure;
 mod keys;
 mod migration;
+mod orders;
 mod outage;
 mod pets;
 mod pg_readers;
@@ -39,6 +40,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use keys::SeaOrmApiKeyStore;
+pub use orders::SeaOrmOrderRepository;
 pub use pets::SeaOrmPetRepository;
 pub use writer::MAX_BATCH;
 
@@ -222,6 +224,15 @@ impl Database {
     pub fn pets(&self) -> SeaOrmPetRepository {
         SeaOrmPetRepository::new(
             self.pet_readers.clone(),
+            Arc::clone(&self.reads),
+            self.writer.clone(),
+        )
+    }
+
+    /// The order repository over this database. Clones share the writer.
+    pub fn orders(&self) -> SeaOrmOrderRepository {
+        SeaOrmOrderRepository::new(
+            self.readers.clone(),
             Arc::clone(&self.reads),
             self.writer.clone(),
         )

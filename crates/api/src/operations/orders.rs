@@ -1,0 +1,288 @@
+//! The `store` operations: orders, each the caller's own (`docs/api.md#orders`).
+//! `placeOrder`, `listOrders` and `getOrder` are experimental, `updateOrder` beta.
+
+use animal_store_domain::{
+    GetOrderError, OrderId, OrderQuery, OrderStatus, PageSize, PlaceOrderError, UpdateOrderError,
+    excerpt,
+};
+use poem::http::StatusCode;
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, OpenApi, Tags};
+
+use crate::auth::BearerKey;
+use crate::dto::cursor::{decode_cursor, encode_cursor};
+use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
+use crate::dto::field::ParseContext;
+use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
+use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
+use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
+use crate::state::AppState;
+
+#[derive(Tags)]
+enum Tag {
+    /// Orders: animals reserved by the API key that placed them.
+    #[oai(rename = "store")]
+    Store,
+}
+
+#[derive(ApiResponse)]
+enum PlaceOrderOk {
+    /// Order placed; the animal is now `pending`.
+    #[oai(status = 201)]
+    Created(
+        Json<OrderBody>,
+        /// The address of the new order: `/v1/store/orders/{id}`.
+        #[oai(header = "Location")]
+        String,
+    ),
+}
+
+#[derive(ApiResponse)]
+enum ListOrdersOk {
+    /// A page of the caller's orders, ordered by id ascending.
+    #[oai(status = 200)]
+    Ok(
+        Json<Vec<OrderBody>>,
+        /// `<...>; rel="next"` (RFC 8288): the next page, with the same `limit` and `status`.
+        /// Absent on the last page.
+        #[oai(header = "Link")]
+        Option<String>,
+    ),
+}
+
+#[derive(ApiResponse)]
+enum OrderOk {
+    /// The order.
+    #[oai(status = 200)]
+    Ok(Json<OrderBody>),
+}
+
+const UNAUTHORIZED: (ErrorCode, &str) = (ErrorCode::Unauthorized, "Missing or invalid API key.");
+const INTERNAL: (ErrorCode, &str) = (ErrorCode::InternalError, "The server failed.");
+const UNAVAILABLE: (ErrorCode, &str) =
+    (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable.");
+const NOT_FOUND: (ErrorCode, &str) =
+    (ErrorCode::NotFound, "The caller has no order with this id (another key's order included).");
+const BAD_ORDER_ID: (ErrorCode, &str) = (ErrorCode::InvalidRequest, "`orderId` is not an integer.");
+
+struct PlaceOrderErrors;
+impl ErrorSet for PlaceOrderErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (
+            ErrorCode::ValidationFailed,
+            "`petId` missing or not an integer (`validation_failed`), or the body is not a \
+             JSON object (`invalid_request`).",
+        ),
+        UNAUTHORIZED,
+        (ErrorCode::Conflict, "The animal is not `available`: reserved by an order, or sold."),
+        (ErrorCode::PayloadTooLarge, "The body is larger than 16 KiB."),
+        (ErrorCode::UnsupportedMediaType, "The body is not `application/json`."),
+        INTERNAL,
+        UNAVAILABLE,
+    ];
+    const OTHER_STATUSES: &'static [(ErrorCode, u16, &'static str)] =
+        &[(ErrorCode::ValidationFailed, 422, "No animal has this `petId`.")];
+}
+
+struct ListOrdersErrors;
+impl ErrorSet for ListOrdersErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (
+            ErrorCode::ValidationFailed,
+            "`limit` outside 1..=100 or an unknown `status` (`validation_failed`); a `limit` that \
+             is not an integer or a malformed `cursor` (`invalid_request`).",
+        ),
+        UNAUTHORIZED,
+        INTERNAL,
+        UNAVAILABLE,
+    ];
+}
+
+struct GetOrderErrors;
+impl ErrorSet for GetOrderErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] =
+        &[BAD_ORDER_ID, UNAUTHORIZED, NOT_FOUND, INTERNAL, UNAVAILABLE];
+}
+
+struct UpdateOrderErrors;
+impl ErrorSet for UpdateOrderErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (
+            ErrorCode::ValidationFailed,
+            "`status` missing or not an order status, or the body names `petId` \
+             (`validation_failed`); `orderId` is not an integer, or the body is not a JSON \
+             object (`invalid_request`).",
+        ),
+        UNAUTHORIZED,
+        NOT_FOUND,
+        (ErrorCode::Conflict, "The rules do not allow this move; the message names both statuses."),
+        (ErrorCode::PayloadTooLarge, "The body is larger than 16 KiB."),
+        (ErrorCode::UnsupportedMediaType, "The body is not `application/json`."),
+        INTERNAL,
+        UNAVAILABLE,
+    ];
+}
+
+/// The `store` operations. Like [`PetsApi`](super::PetsApi), they hold no state.
+pub struct OrdersApi;
+
+#[OpenApi(tag = "Tag::Store")]
+impl OrdersApi {
+    /// [experimental] Place an order
+    ///
+    /// Reserves an `available` animal for the caller: the animal becomes `pending`, and the
+    /// order `placed`. Of two orders for one animal, one is placed and the other refused with
+    /// 409, whichever instance of the service they reach.
+    #[oai(path = "/store/orders", method = "post", operation_id = "placeOrder")]
+    async fn place_order(
+        &self,
+        key: BearerKey,
+        state: Data<&AppState>,
+        body: Json<NewOrderBody>,
+        request: &poem::Request,
+    ) -> Result<PlaceOrderOk, OperationError<PlaceOrderErrors>> {
+        RepeatedJsonKey::refuse(request)?;
+        let context = ParseContext { now: state.clock.now() };
+        let pet = body.0.into_inner()?.into_pet_id(&context)?;
+        let order = state.orders.place(&key.0.lineage, pet).await?;
+        let location = format!("/v1/store/orders/{}", order.id);
+        Ok(PlaceOrderOk::Created(Json(order.into()), location))
+    }
+
+    /// [experimental] List orders
+    ///
+    /// Returns a page of the caller's orders ordered by id ascending, optionally only those
+    /// with a status; paginated exactly as `listPets` (a `Link` header with `rel="next"`).
+    #[oai(path = "/store/orders", method = "get", operation_id = "listOrders")]
+    async fn list_orders(
+        &self,
+        key: BearerKey,
+        state: Data<&AppState>,
+        /// Maximum number of orders returned: 1 to 100, 20 when omitted.
+        limit: Query<Option<RawParam<PageSizeSchema>>>,
+        /// Returns only orders with this status.
+        status: Query<Option<RawParam<OrderStatusDto>>>,
+        /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
+        cursor: Query<Option<String>>,
+        request: &poem::Request,
+    ) -> Result<ListOrdersOk, OperationError<ListOrdersErrors>> {
+        refuse_repeated_parameters(request.uri().query(), &["limit", "status", "cursor"])?;
+        let query = OrderQuery {
+            limit: match &limit.0 {
+                Some(raw) => parse_limit(raw.as_str())?,
+                None => PageSize::default(),
+            },
+            status: status
+                .0
+                .as_ref()
+                .map(|raw| raw.as_str().parse::<OrderStatus>())
+                .transpose()
+                .map_err(|e| ApiError::validation_failed(e.to_string()))?,
+            after: cursor.0.as_deref().map(decode_cursor).transpose()?.map(OrderId::new),
+        };
+        let page = state.orders.list(&key.0.lineage, query).await?;
+        let next = page.next_after.map(|after| next_link(&query, after));
+        Ok(ListOrdersOk::Ok(Json(page.orders.into_iter().map(OrderBody::from).collect()), next))
+    }
+
+    /// [experimental] Get an order
+    ///
+    /// Returns one of the caller's orders. Another key's order is 404, as if it did not exist.
+    #[oai(path = "/store/orders/:orderId", method = "get", operation_id = "getOrder")]
+    async fn get_order(
+        &self,
+        key: BearerKey,
+        state: Data<&AppState>,
+        /// The id of the order.
+        #[oai(name = "orderId")]
+        order_id: Path<RawParam<i64>>,
+    ) -> Result<OrderOk, OperationError<GetOrderErrors>> {
+        let id = parse_order_id(order_id.0.as_str())?;
+        let order = state.orders.get(&key.0.lineage, id).await?;
+        Ok(OrderOk::Ok(Json(order.into())))
+    }
+
+    /// [beta] Update an order
+    ///
+    /// Moves one of the caller's orders to another status: `placed` → `approved` →
+    /// `delivered`, or `placed`/`approved` → `cancelled`. The animal follows: delivered
+    /// makes it `sold`, cancelled `available` again. Any other move is 409.
+    #[oai(path = "/store/orders/:orderId", method = "patch", operation_id = "updateOrder")]
+    async fn update_order(
+        &self,
+        key: BearerKey,
+        state: Data<&AppState>,
+        /// The id of the order.
+        #[oai(name = "orderId")]
+        order_id: Path<RawParam<i64>>,
+        body: Json<OrderUpdateBody>,
+        request: &poem::Request,
+    ) -> Result<OrderOk, OperationError<UpdateOrderErrors>> {
+        let id = parse_order_id(order_id.0.as_str())?;
+        RepeatedJsonKey::refuse(request)?;
+        let context = ParseContext { now: state.clock.now() };
+        let status = body.0.into_inner()?.into_status(&context)?;
+        let order = state.orders.update(&key.0.lineage, id, status).await?;
+        Ok(OrderOk::Ok(Json(order.into())))
+    }
+}
+
+fn parse_order_id(raw: &str) -> Result<OrderId, ApiError> {
+    raw.parse::<i64>().map(OrderId::new).map_err(|_| {
+        ApiError::invalid_request(format!(
+            "orderId must be an int64 integer, got {:?}",
+            excerpt(raw)
+        ))
+    })
+}
+
+fn next_link(query: &OrderQuery, after: OrderId) -> String {
+    let status = query.status.map(|s| format!("&status={s}")).unwrap_or_default();
+    format!(
+        "</v1/store/orders?limit={}{status}&cursor={}>; rel=\"next\"",
+        query.limit.get(),
+        encode_cursor(after.get())
+    )
+}
+
+impl From<PlaceOrderError> for ApiError {
+    fn from(err: PlaceOrderError) -> Self {
+        match err {
+            PlaceOrderError::NoSuchPet(id) => {
+                Self::validation_failed(format!("petId: no animal has id {id}"))
+                    .with_status(StatusCode::UNPROCESSABLE_ENTITY)
+            }
+            refused @ PlaceOrderError::PetNotAvailable { .. } => {
+                Self::new(ErrorCode::Conflict, refused.to_string().replace("pet ", "animal "))
+            }
+            PlaceOrderError::Repository(err) => err.into(),
+        }
+    }
+}
+
+impl From<GetOrderError> for ApiError {
+    fn from(err: GetOrderError) -> Self {
+        match err {
+            GetOrderError::NotFound(id) => {
+                Self::new(ErrorCode::NotFound, format!("no order has id {id}"))
+            }
+            GetOrderError::Repository(err) => err.into(),
+        }
+    }
+}
+
+impl From<UpdateOrderError> for ApiError {
+    fn from(err: UpdateOrderError) -> Self {
+        match err {
+            UpdateOrderError::NotFound(id) => {
+                Self::new(ErrorCode::NotFound, format!("no order has id {id}"))
+            }
+            UpdateOrderError::Transition(refused) => {
+                Self::new(ErrorCode::Conflict, refused.to_string())
+            }
+            UpdateOrderError::Repository(err) => err.into(),
+        }
+    }
+}

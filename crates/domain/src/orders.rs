@@ -1,0 +1,113 @@
+//! The order use cases: placing, reading and moving the caller's own orders.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use chrono::{DateTime, SubsecRound, Utc};
+
+use crate::api_key::KeyId;
+use crate::order::{
+    GetOrderError, NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError,
+};
+use crate::pet::{PageSize, PetId};
+use crate::ports::{Clock, OrderRepository, RepositoryError};
+
+/// What a listing of orders asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OrderQuery {
+    /// Only orders with this status, when given.
+    pub status: Option<OrderStatus>,
+    /// At most this many orders.
+    pub limit: PageSize,
+    /// Only orders after this id: the position a cursor carries.
+    pub after: Option<OrderId>,
+}
+
+/// One page of orders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderPage {
+    /// The orders, ordered by id ascending.
+    pub orders: Vec<Order>,
+    /// Where the next page starts, when there is one.
+    pub next_after: Option<OrderId>,
+}
+
+/// Orders, each visible to its owner only.
+#[derive(Clone)]
+pub struct OrderService {
+    orders: Arc<dyn OrderRepository>,
+    clock: Arc<dyn Clock>,
+}
+
+impl OrderService {
+    /// Orders kept in `orders`, placed and moved at the time `clock` gives.
+    pub fn new(orders: Arc<dyn OrderRepository>, clock: Arc<dyn Clock>) -> Self {
+        Self { orders, clock }
+    }
+
+    /// The time now, to the second: what the store keeps and the API shows.
+    fn now(&self) -> DateTime<Utc> {
+        to_the_second(self.clock.now())
+    }
+
+    /// Places an order for `pet` owned by `owner`, reserving the pet.
+    ///
+    /// # Errors
+    ///
+    /// [`PlaceOrderError`] when the pet does not exist, is not available, or the store fails.
+    pub async fn place(&self, owner: &KeyId, pet: PetId) -> Result<Order, PlaceOrderError> {
+        let order = NewOrder { pet_id: pet, owner: owner.clone(), at: self.now() };
+        self.orders.place(order).await
+    }
+
+    /// `owner`'s order `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`GetOrderError::NotFound`] when `owner` has none with this id.
+    pub async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Order, GetOrderError> {
+        self.orders.get(owner, id).await?.ok_or(GetOrderError::NotFound(id))
+    }
+
+    /// One page of `owner`'s orders; asks the store for one more than the page holds, to know
+    /// whether a next page exists.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn list(
+        &self,
+        owner: &KeyId,
+        query: OrderQuery,
+    ) -> Result<OrderPage, RepositoryError> {
+        let limit = query.limit.get();
+        let mut orders = self.orders.list(owner, query.status, query.after, limit + 1).await?;
+        let next_after = if orders.len() > limit {
+            orders.truncate(limit);
+            orders.last().map(|order| order.id)
+        } else {
+            None
+        };
+        Ok(OrderPage { orders, next_after })
+    }
+
+    /// Moves `owner`'s order `id` to `to`; its pet follows.
+    ///
+    /// # Errors
+    ///
+    /// [`UpdateOrderError`] when there is no such order, the move is not allowed, or the
+    /// store fails.
+    pub async fn update(
+        &self,
+        owner: &KeyId,
+        id: OrderId,
+        to: OrderStatus,
+    ) -> Result<Order, UpdateOrderError> {
+        self.orders.update_status(owner, id, to, self.now()).await
+    }
+}
+
+/// `at` to the second, as orders keep their times.
+pub fn to_the_second(at: SystemTime) -> DateTime<Utc> {
+    DateTime::<Utc>::from(at).trunc_subsecs(0)
+}

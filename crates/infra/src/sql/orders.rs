@@ -1,0 +1,185 @@
+//! The order repository over SeaORM.
+//!
+//! Placing an order and moving one are each one transaction with the change of the pet's
+//! status, run by the database's writer (see [`writer`](super::writer)), so that they are as
+//! durable as a pet's creation and serialised with every other write of the process. Across
+//! processes sharing a PostgreSQL database, the pet is reserved by a conditional `UPDATE`
+//! (`... WHERE status = 'available'`), which one transaction alone can win, and an order is
+//! locked (`SELECT ... FOR UPDATE`) before its move is decided.
+//!
+//! Reads go to the reader pool, filtered by owner: another key's order is never read.
+
+use std::sync::Arc;
+
+use animal_store_domain::{
+    KeyId, NewOrder, Order, OrderId, OrderRepository, OrderStatus, PetId, PetStatus,
+    PlaceOrderError, RepositoryError, UpdateOrderError,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
+    EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
+};
+
+use super::corrupt;
+use super::entity::{order, pet};
+use super::reachability::Reads;
+use super::writer::Writer;
+
+/// Orders in an SQL database. Cheap to clone: clones share the readers and the writer.
+#[derive(Clone)]
+pub struct SeaOrmOrderRepository {
+    readers: DatabaseConnection,
+    reads: Arc<Reads>,
+    writer: Writer,
+}
+
+impl SeaOrmOrderRepository {
+    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
+        Self { readers, reads, writer }
+    }
+}
+
+fn to_order(row: order::Model) -> Result<Order, RepositoryError> {
+    let order::Model { id, pet_id, owner, status, created_at, updated_at } = row;
+    Ok(Order {
+        id: OrderId::new(id),
+        pet_id: PetId::new(pet_id),
+        owner: KeyId::new(&owner).map_err(|e| corrupt("orders", e))?,
+        status: status.parse().map_err(|e| corrupt("orders", e))?,
+        created_at,
+        updated_at,
+    })
+}
+
+/// A row that breaks the domain's rules, as the error that undoes a write's transaction.
+fn corrupt_in_write(err: &RepositoryError) -> DbErr {
+    DbErr::Custom(format!("{err}: {:?}", std::error::Error::source(err)))
+}
+
+/// In `txn`: reserves the pet if it is available and stores the order; the refusal otherwise.
+async fn place(
+    txn: &DatabaseTransaction,
+    order: NewOrder,
+) -> Result<Result<Order, PlaceOrderError>, DbErr> {
+    let pet_id = order.pet_id;
+    let reserved = pet::Entity::update_many()
+        .col_expr(pet::Column::Status, Expr::value(OrderStatus::Placed.pet_status().as_str()))
+        .filter(pet::Column::Id.eq(pet_id.get()))
+        .filter(pet::Column::Status.eq(PetStatus::Available.as_str()))
+        .exec(txn)
+        .await?;
+    if reserved.rows_affected == 0 {
+        let refusal = match pet::Entity::find_by_id(pet_id.get()).one(txn).await? {
+            None => PlaceOrderError::NoSuchPet(pet_id),
+            Some(row) => PlaceOrderError::PetNotAvailable {
+                pet: pet_id,
+                status: row.status.parse().map_err(|e| corrupt_in_write(&corrupt("pets", e)))?,
+            },
+        };
+        return Ok(Err(refusal));
+    }
+    let row = order::ActiveModel {
+        id: NotSet,
+        pet_id: Set(pet_id.get()),
+        owner: Set(order.owner.as_str().to_owned()),
+        status: Set(OrderStatus::Placed.as_str().to_owned()),
+        created_at: Set(order.at),
+        updated_at: Set(order.at),
+    };
+    let insert = order::Entity::insert(row);
+    let id = match txn.get_database_backend() {
+        // A plain INSERT and SQLite's last row id, as for pets (see `pets.rs`).
+        DbBackend::Sqlite => {
+            let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
+            i64::try_from(done.last_insert_id())
+                .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?
+        }
+        _ => insert.exec(txn).await?.last_insert_id,
+    };
+    Ok(Ok(order.placed(OrderId::new(id))))
+}
+
+/// In `txn`: moves the owner's order if the rules allow it, and its pet along.
+async fn update_status(
+    txn: &DatabaseTransaction,
+    owner: KeyId,
+    id: OrderId,
+    to: OrderStatus,
+    at: DateTime<Utc>,
+) -> Result<Result<Order, UpdateOrderError>, DbErr> {
+    let mut query =
+        order::Entity::find_by_id(id.get()).filter(order::Column::Owner.eq(owner.as_str()));
+    if txn.get_database_backend() == DbBackend::Postgres {
+        // Other processes' moves of this order wait until this transaction ends.
+        query = query.lock_exclusive();
+    }
+    let Some(row) = query.one(txn).await? else {
+        return Ok(Err(UpdateOrderError::NotFound(id)));
+    };
+    let mut order = to_order(row).map_err(|e| corrupt_in_write(&e))?;
+    let pet_status = match order.status.move_to(to) {
+        Ok(pet_status) => pet_status,
+        Err(refused) => return Ok(Err(refused.into())),
+    };
+    order::Entity::update_many()
+        .col_expr(order::Column::Status, Expr::value(to.as_str()))
+        .col_expr(order::Column::UpdatedAt, Expr::value(at))
+        .filter(order::Column::Id.eq(id.get()))
+        .exec(txn)
+        .await?;
+    pet::Entity::update_many()
+        .col_expr(pet::Column::Status, Expr::value(pet_status.as_str()))
+        .filter(pet::Column::Id.eq(order.pet_id.get()))
+        .exec(txn)
+        .await?;
+    order.status = to;
+    order.updated_at = at;
+    Ok(Ok(order))
+}
+
+#[async_trait]
+impl OrderRepository for SeaOrmOrderRepository {
+    async fn place(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
+        self.writer.write(move |txn| Box::pin(place(txn, order))).await?
+    }
+
+    async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Option<Order>, RepositoryError> {
+        let query =
+            order::Entity::find_by_id(id.get()).filter(order::Column::Owner.eq(owner.as_str()));
+        self.reads.run(query.one(&self.readers)).await?.map(to_order).transpose()
+    }
+
+    async fn list(
+        &self,
+        owner: &KeyId,
+        status: Option<OrderStatus>,
+        after: Option<OrderId>,
+        limit: usize,
+    ) -> Result<Vec<Order>, RepositoryError> {
+        let mut query = order::Entity::find().filter(order::Column::Owner.eq(owner.as_str()));
+        if let Some(status) = status {
+            query = query.filter(order::Column::Status.eq(status.as_str()));
+        }
+        if let Some(after) = after {
+            query = query.filter(order::Column::Id.gt(after.get()));
+        }
+        let query =
+            query.order_by_asc(order::Column::Id).limit(u64::try_from(limit).unwrap_or(u64::MAX));
+        let rows = self.reads.run(query.all(&self.readers)).await?;
+        rows.into_iter().map(to_order).collect()
+    }
+
+    async fn update_status(
+        &self,
+        owner: &KeyId,
+        id: OrderId,
+        to: OrderStatus,
+        at: DateTime<Utc>,
+    ) -> Result<Order, UpdateOrderError> {
+        let owner = owner.clone();
+        self.writer.write(move |txn| Box::pin(update_status(txn, owner, id, to, at))).await?
+    }
+}
