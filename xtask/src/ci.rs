@@ -9,6 +9,7 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::Result;
 
 use crate::cmd;
+use crate::openapi_lint;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
 use crate::tidy;
@@ -47,6 +48,15 @@ pub fn run(root: &Path) -> ExitCode {
     let mut clippy = cmd::cargo(root);
     clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
     steps.command(clippy);
+
+    steps.run("validate docs/openapi.json (openapi-spec-validator)", || {
+        openapi_lint::validate(root)
+    });
+    if openapi_lint::has_npm() {
+        steps.run("lint docs/openapi.json (Spectral, Redocly CLI)", || openapi_lint::lint(root));
+    } else {
+        cmd::header("lint docs/openapi.json: skipped, npm is not installed");
+    }
 
     cmd::header("start throwaway PostgreSQL and Redis");
     match (Postgres::start(), Redis::start()) {

@@ -9,6 +9,7 @@ mod cluster;
 mod cmd;
 mod load;
 mod openapi;
+mod openapi_lint;
 mod postgres;
 mod redis;
 mod system;
@@ -33,6 +34,8 @@ Tasks:
   redis -- <cmd...>       run <cmd> with a throwaway Redis server; the command gets
                           ANIMAL_STORE_TEST_REDIS_URL and ANIMAL_STORE_REQUIRE_REDIS=1
   openapi [--check]       regenerate docs/openapi.json, or fail if it is out of date
+  openapi --lint          validate docs/openapi.json (openapi-spec-validator) and lint it
+                          (Spectral spectral:oas, Redocly recommended): any problem fails
   bench [args...]         cargo bench --workspace [args...]
   load                    the release server under wrk against a ceiling server, ABAB:
                           pages, getPet, adds and a mix at 10,000 and 1,000,000 pets, on
@@ -86,6 +89,9 @@ fn run() -> Result<ExitCode> {
         }),
         (Some("openapi"), []) => openapi::run(&root, false),
         (Some("openapi"), [flag]) if flag == "--check" => openapi::run(&root, true),
+        (Some("openapi"), [flag]) if flag == "--lint" => openapi_lint::validate(&root)
+            .and_then(|()| openapi_lint::lint(&root))
+            .map(|()| ExitCode::SUCCESS),
         (Some("bench"), _) => bench(&root, &rest),
         (Some("load"), []) => load::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("load"), [flag]) if flag == "--cluster" => {

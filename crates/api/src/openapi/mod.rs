@@ -7,7 +7,9 @@
 //! prefix; see `stability.rs`) with the `API-Stability` header of the beta and experimental
 //! ones.
 
-use poem_openapi::{OpenApiService, ServerObject};
+mod examples;
+
+use poem_openapi::{ContactObject, LicenseObject, OpenApiService, ServerObject};
 use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
@@ -27,6 +29,13 @@ pub fn service(config: &ApiConfig) -> OpenApiService<Operations, ()> {
              error answers with the `Error` body. The version is part of the path: every \
              address ends in `/v1`.",
         )
+        .contact(
+            ContactObject::new()
+                .name("Animal Store API support")
+                .url("https://animal-store.example/support")
+                .email("api@animal-store.example"),
+        )
+        .license(LicenseObject::new("MIT OR Apache-2.0").url("https://spdx.org/licenses/MIT.html"))
         .server(ServerObject::new(&config.production_url).description("Production"))
         .server(ServerObject::new(&config.staging_url).description("Staging"))
 }
@@ -62,9 +71,21 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
             }
         }
     }
-    name_the_pets_schema(&mut document);
+    name_listing(
+        &mut document,
+        "/pets",
+        "Pets",
+        "An array of Pet objects: the body of a list response.",
+    );
+    name_listing(
+        &mut document,
+        "/store/orders",
+        "Orders",
+        "An array of Order objects: the body of a list of orders.",
+    );
     plain_references(&mut document);
     plain_json_media_type(&mut document);
+    examples::add(&mut document);
     if !experimental {
         leave_out(&mut document, Stability::Experimental);
     }
@@ -114,25 +135,25 @@ fn references(value: &Value) -> Vec<String> {
 }
 
 /// poem-openapi wraps a property that refers to another schema in `allOf` to attach its
-/// description; readers expect a plain `$ref` (with the description and default beside it).
-/// The error code is written out as the string enumeration it is.
+/// description. OpenAPI 3.0 ignores anything beside a `$ref`, so the wrapper stays where the
+/// property has a description or a default of its own; a bare wrapper becomes a plain `$ref`.
+/// Enumerations and arrays get no `properties`: indexing a `serde_json` value adds a `null` one.
 fn plain_references(document: &mut Value) {
-    let codes = document["components"]["schemas"]["ErrorCode"].clone();
     let schemas =
         document["components"]["schemas"].as_object_mut().into_iter().flat_map(|s| s.values_mut());
     for property in schemas.flat_map(|schema| {
-        schema["properties"].as_object_mut().into_iter().flat_map(|p| p.values_mut())
+        schema
+            .get_mut("properties")
+            .and_then(Value::as_object_mut)
+            .into_iter()
+            .flat_map(|p| p.values_mut())
     }) {
-        let reference = property["allOf"][0]["$ref"].as_str().map(str::to_owned);
+        let Some(object) = property.as_object_mut() else { continue };
+        let reference =
+            object.get("allOf").and_then(|all| all[0]["$ref"].as_str()).map(str::to_owned);
         let Some(reference) = reference else { continue };
-        let Some(object) = property.as_object_mut() else {
-            continue;
-        };
-        object.remove("allOf");
-        if reference == "#/components/schemas/ErrorCode" {
-            object.insert("type".to_owned(), json!("string"));
-            object.insert("enum".to_owned(), codes["enum"].clone());
-        } else {
+        if object.len() == 1 {
+            object.remove("allOf");
             object.insert("$ref".to_owned(), json!(reference));
         }
     }
@@ -165,17 +186,23 @@ fn plain_json_media_type(document: &mut Value) {
 }
 
 /// The contract names the body of a listing `Pets`, an array of `Pet`; poem-openapi writes
-/// the array inline. Name it, and point the listing at the name.
-fn name_the_pets_schema(document: &mut Value) {
-    let listing = &mut document["paths"]["/pets"]["get"]["responses"]["200"]["content"];
-    let Some(media) = listing.as_object_mut().and_then(|m| m.values_mut().next()) else {
+/// the array inline. Name it (and the listing of orders, `Orders`), and point the listing at
+/// the name.
+fn name_listing(document: &mut Value, path: &str, name: &str, description: &str) {
+    let Some(listing) = document["paths"]
+        .get_mut(path)
+        .and_then(|item| item.get_mut("get"))
+        .and_then(|operation| operation["responses"].get_mut("200"))
+        .and_then(|response| response.get_mut("content"))
+        .and_then(Value::as_object_mut)
+    else {
         return;
     };
-    let array =
-        std::mem::replace(&mut media["schema"], json!({"$ref": "#/components/schemas/Pets"}));
-    let mut pets = array;
-    pets["description"] = json!("An array of Pet objects: the body of a list response.");
-    document["components"]["schemas"]["Pets"] = pets;
+    let Some(media) = listing.values_mut().next() else { return };
+    let reference = json!({"$ref": format!("#/components/schemas/{name}")});
+    let mut array = std::mem::replace(&mut media["schema"], reference);
+    array["description"] = json!(description);
+    document["components"]["schemas"][name] = array;
 }
 
 /// The docs page: Swagger UI, bundled in the binary (it works offline), showing `document`.

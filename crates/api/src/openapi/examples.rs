@@ -1,0 +1,172 @@
+//! Examples in the document: one on every schema, and on every request and response body of
+//! every operation. Responses are built with the service's own types, from a sample animal
+//! and order, so an example cannot show a field the service does not send.
+
+use animal_store_domain::{
+    CategoryId, KeyId, Order, OrderId, OrderStatus, Pet, PetId, PetName, PetStatus,
+};
+use chrono::DateTime;
+use poem_openapi::types::ToJSON;
+use serde_json::{Map, Value, json};
+
+use crate::dto::orders::OrderBody;
+use crate::dto::pets::PetBody;
+use crate::error::{ApiError, ErrorCode};
+
+/// The example of each named schema.
+fn schema_examples() -> Map<String, Value> {
+    let pet = Pet {
+        id: PetId::new(1),
+        name: PetName::new("Rex").unwrap_or_else(|_| unreachable!("a valid name")),
+        category_id: CategoryId::new(1).unwrap_or_else(|_| unreachable!("a valid category")),
+        status: PetStatus::Available,
+    };
+    let placed = DateTime::from_timestamp(1_795_455_366, 0).unwrap_or_default();
+    let order = Order {
+        id: OrderId::new(1),
+        pet_id: PetId::new(1),
+        owner: KeyId::new("k3y1d0000000").unwrap_or_else(|_| unreachable!("a valid key id")),
+        status: OrderStatus::Placed,
+        created_at: placed,
+        updated_at: placed,
+    };
+    let pet = PetBody::from(pet).to_json().unwrap_or_default();
+    let order = OrderBody::from(order).to_json().unwrap_or_default();
+    let error = error_body(ErrorCode::NotFound, "no animal has id 99", 404);
+    [
+        ("Pet", pet.clone()),
+        ("Pets", json!([pet])),
+        ("NewPet", json!({"name": "Rex", "categoryId": 1, "status": "available"})),
+        ("PetStatus", json!("available")),
+        ("Order", order.clone()),
+        ("Orders", json!([order])),
+        ("NewOrder", json!({"petId": 1})),
+        ("OrderUpdate", json!({"status": "approved"})),
+        ("OrderStatus", json!("placed")),
+        ("Error", error),
+        ("ErrorCode", json!("not_found")),
+    ]
+    .into_iter()
+    .map(|(name, example)| (name.to_owned(), example))
+    .collect()
+}
+
+fn error_body(code: ErrorCode, message: &str, status: u16) -> Value {
+    let status = poem::http::StatusCode::from_u16(status).unwrap_or(code.status());
+    ApiError::new(code, message).with_status(status).body().to_json().unwrap_or_default()
+}
+
+/// The Error body a response of `operation` with `status` shows as its example.
+fn error_example(operation: &str, status: u16) -> Value {
+    let (code, message) = match (status, operation) {
+        (400, "listPets" | "listOrders") => {
+            (ErrorCode::ValidationFailed, "limit must be between 1 and 100, got 0")
+        }
+        (400, "createPet") => (ErrorCode::ValidationFailed, "name must not be blank"),
+        (400, "placeOrder") => (ErrorCode::ValidationFailed, "petId is required"),
+        (400, "updateOrder") => (ErrorCode::ValidationFailed, "status is required"),
+        (400, "getOrder") => {
+            (ErrorCode::InvalidRequest, "orderId must be an int64 integer, got \"abc\"")
+        }
+        (400, _) => (ErrorCode::InvalidRequest, "petId must be an int64 integer, got \"abc\""),
+        (401, _) => (ErrorCode::Unauthorized, crate::error::UNAUTHORIZED_MESSAGE),
+        (404, "getOrder" | "updateOrder") => (ErrorCode::NotFound, "no order has id 99"),
+        (404, _) => (ErrorCode::NotFound, "no animal has id 99"),
+        (409, "placeOrder") => (ErrorCode::Conflict, "animal 1 is pending, not available"),
+        (409, _) => (ErrorCode::Conflict, "an order cannot move from placed to delivered"),
+        (410, _) => {
+            (ErrorCode::Gone, "getPet was removed on 5 December 2030; use GET /v1/pets instead")
+        }
+        (413, _) => {
+            (ErrorCode::PayloadTooLarge, "the body must not be larger than 16 KiB (16384 bytes)")
+        }
+        (415, _) => (
+            ErrorCode::UnsupportedMediaType,
+            "the body must be application/json; send a Content-Type header",
+        ),
+        (422, _) => (ErrorCode::ValidationFailed, "petId: no animal has id 99"),
+        (429, _) => (
+            ErrorCode::RateLimited,
+            "rate limit exceeded: 60 requests per minute; retry in 41 s, backing off exponentially; \
+             calling on while limited suspends the key",
+        ),
+        (503, _) => {
+            (ErrorCode::ServiceUnavailable, "the store is temporarily unavailable; retry later")
+        }
+        _ => (
+            ErrorCode::InternalError,
+            "the server failed to handle the request; it has been logged",
+        ),
+    };
+    error_body(code, message, status)
+}
+
+/// The example of a body whose schema is `schema`: the named schema's, or an array of the
+/// items' example.
+fn body_example(schema: &Value, examples: &Map<String, Value>) -> Option<Value> {
+    let named = |schema: &Value| {
+        schema["$ref"]
+            .as_str()?
+            .strip_prefix("#/components/schemas/")
+            .and_then(|n| examples.get(n))
+            .cloned()
+    };
+    named(schema).or_else(|| {
+        (schema["type"] == "array").then(|| named(&schema["items"]).map(|item| json!([item])))?
+    })
+}
+
+/// Adds the examples to `document`.
+pub(super) fn add(document: &mut Value) {
+    let examples = schema_examples();
+    if let Some(schemas) = document["components"]["schemas"].as_object_mut() {
+        for (name, schema) in schemas.iter_mut() {
+            if let Some(example) = examples.get(name) {
+                schema["example"] = example.clone();
+            }
+        }
+    }
+    for operation in super::operations(document) {
+        let id = operation["operationId"].as_str().unwrap_or_default().to_owned();
+        let request = operation.get_mut("requestBody").and_then(|body| body.get_mut("content"));
+        for media in request.and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut())
+        {
+            if let Some(example) = body_example(&media["schema"], &examples) {
+                media["example"] = example;
+            }
+        }
+        let responses =
+            operation["responses"].as_object_mut().into_iter().flat_map(|r| r.iter_mut());
+        for (status, response) in responses {
+            let status: u16 = status.parse().unwrap_or(500);
+            let contents = response.get_mut("content").and_then(Value::as_object_mut);
+            for media in contents.into_iter().flat_map(|m| m.values_mut()) {
+                let example = if media["schema"]["$ref"] == "#/components/schemas/Error" {
+                    Some(error_example(&id, status))
+                } else {
+                    body_example(&media["schema"], &examples)
+                };
+                if let Some(example) = example {
+                    media["example"] = example;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_examples_are_bodies_the_service_accepts() {
+        let examples = schema_examples();
+        let now = std::time::SystemTime::now();
+        assert!(crate::parse_new_pet(examples["NewPet"].clone(), now).is_ok());
+        assert_eq!(
+            examples["Error"],
+            json!({"code": "not_found", "message": "no animal has id 99", "status": 404})
+        );
+        assert_eq!(examples["Order"]["createdAt"], "2026-11-23T17:36:06Z");
+    }
+}
