@@ -6,6 +6,7 @@ mod harness;
 
 mod ambiguity;
 mod backup;
+mod browser;
 mod cli;
 mod connections;
 mod descriptors;

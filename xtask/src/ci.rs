@@ -9,10 +9,10 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::Result;
 
 use crate::cmd;
-use crate::openapi_lint;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
 use crate::tidy;
+use crate::{browser, openapi_lint};
 
 /// Names of the steps that failed so far.
 #[derive(Default)]
@@ -58,6 +58,8 @@ pub fn run(root: &Path) -> ExitCode {
         cmd::header("lint docs/openapi.json: skipped, npm is not installed");
     }
 
+    // The docs page's test needs a browser: installed here (as root), required below.
+    steps.run("Chromium and ChromeDriver", browser::ensure);
     cmd::header("start throwaway PostgreSQL and Redis");
     match (Postgres::start(), Redis::start()) {
         (Ok(postgres), Ok(redis)) => {
@@ -66,6 +68,7 @@ pub fn run(root: &Path) -> ExitCode {
                 &|command| {
                     postgres.apply_env(command);
                     redis.apply_env(command);
+                    browser::apply_env(command);
                 },
                 &mut steps,
             );

@@ -197,6 +197,6 @@ fn find_or_install_nginx() -> Result<PathBuf> {
         bail!("nginx not found; install it with: sudo apt-get install -y nginx");
     }
     eprintln!("nginx not found; installing it with apt-get");
-    system::apt_install("nginx")?;
+    system::apt_install(&["nginx"])?;
     find().context("installed nginx, but found no nginx binary")
 }

@@ -4,6 +4,7 @@
 //! developer machine and in CI, and so they are type-checked and linted like the
 //! rest of the workspace. Run `cargo xtask help` for the list of tasks.
 
+mod browser;
 mod ci;
 mod cluster;
 mod cmd;

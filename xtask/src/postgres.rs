@@ -271,7 +271,7 @@ fn find_or_install_binaries(as_root: bool) -> Result<(String, PathBuf)> {
     eprintln!(
         "PostgreSQL server binaries not found in {INSTALL_ROOT}; installing them with apt-get"
     );
-    system::apt_install("postgresql")?;
+    system::apt_install(&["postgresql"])?;
 
     find_binaries()?.with_context(|| {
         format!("installed postgresql, but found no initdb and pg_ctl under {INSTALL_ROOT}/<version>/bin")

@@ -98,7 +98,7 @@ fn find_or_install() -> Result<PathBuf> {
         bail!("redis-server not found; install it with: sudo apt-get install -y redis-server");
     }
     eprintln!("redis-server not found; installing it with apt-get");
-    system::apt_install("redis-server")?;
+    system::apt_install(&["redis-server"])?;
     // The package starts a system-wide server on port 6379; the tests never use it.
     find().context("installed redis-server, but found no redis-server binary")
 }

@@ -33,8 +33,8 @@ pub fn is_debian() -> bool {
     Path::new("/etc/debian_version").exists()
 }
 
-/// Installs a Debian package with `apt-get`, after updating the package lists.
-pub fn apt_install(package: &str) -> Result<()> {
+/// Installs Debian packages with `apt-get`, after updating the package lists.
+pub fn apt_install(packages: &[&str]) -> Result<()> {
     let mut update = Command::new("apt-get");
     update.arg("update");
     cmd::header(&cmd::describe(&update));
@@ -45,10 +45,10 @@ pub fn apt_install(package: &str) -> Result<()> {
         "install",
         "-y",
         "--no-install-recommends",
-        package,
     ]);
+    install.args(packages);
     cmd::header(&format!("DEBIAN_FRONTEND=noninteractive {}", cmd::describe(&install)));
-    cmd::run(&mut install).with_context(|| format!("could not install the {package} package"))
+    cmd::run(&mut install).with_context(|| format!("could not install {}", packages.join(", ")))
 }
 
 /// Asks the OS for a currently free port. Another process could grab it before

@@ -93,7 +93,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .with_route(probes::PATHS[0], &[Method::GET])
         .with_route(probes::PATHS[1], &[Method::GET])
         .with_route(telemetry::PATH, &[Method::GET]);
-    let document = serde_json::to_string_pretty(&document).unwrap_or_default();
+    let document = serde_json::to_string_pretty(&openapi::served(document)).unwrap_or_default();
     let docs = openapi::docs_page(&service, &document);
     let document =
         Arc::new(Published::new(document, "application/json; charset=utf-8", Vec::new()));

@@ -74,7 +74,7 @@ pub fn ensure() -> Result<()> {
         return Ok(());
     }
     if system::is_root()? && system::is_debian() {
-        return system::apt_install("wrk");
+        return system::apt_install(&["wrk"]);
     }
     bail!("wrk is not installed; install it with: sudo apt-get install -y wrk")
 }

@@ -92,6 +92,19 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
     document
 }
 
+/// The document as the service serves it: first in `servers`, the address it is served from
+/// (`/v1`, relative to the document's own address), so that the docs page's "Try it out"
+/// calls the server that served the page; then production and staging. `animal-store
+/// openapi` and `docs/openapi.json` list production and staging only.
+pub fn served(mut document: Value) -> Value {
+    let this =
+        json!({"url": "/v1", "description": "This server: the one that served this document"});
+    if let Some(servers) = document["servers"].as_array_mut() {
+        servers.insert(0, this);
+    }
+    document
+}
+
 /// Removes the operations of `stability`, the paths left without one, and the schemas
 /// nothing refers to any more.
 fn leave_out(document: &mut Value, stability: Stability) {
