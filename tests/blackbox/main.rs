@@ -24,6 +24,7 @@ mod orders;
 mod outages;
 mod permissions;
 mod probes;
+mod rate_limit_inquiry;
 mod rate_limits;
 mod secrets;
 mod shared_limits;

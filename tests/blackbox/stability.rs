@@ -35,6 +35,7 @@ async fn every_operation_says_how_stable_it_is() {
         ("listOrders", "experimental"),
         ("getOrder", "experimental"),
         ("updateOrder", "beta"),
+        ("getRateLimit", "beta"),
     ];
     let found: Vec<(String, String)> = operations(&document)
         .into_iter()

@@ -3,7 +3,9 @@
 //! Every `.rs` file must open with a `//!` comment saying what it is for, and no
 //! file may still contain a placeholder `todo` or `unimplemented` macro call (clippy
 //! only warns about those in code it compiles, not in docs, tests behind features,
-//! or non-Rust files such as README snippets).
+//! or non-Rust files such as README snippets). The outside crate's `Cargo.lock` must be
+//! current, since CI builds that crate `--locked`: a dependency added to the workspace
+//! without it would pass here and fail there.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -51,6 +53,12 @@ pub fn check(root: &Path) -> Result<()> {
         }
     }
 
+    if !outside_lock_is_current(root)? {
+        problems.push(format!(
+            "{OUTSIDE}/Cargo.lock is stale: run `cargo metadata --manifest-path {OUTSIDE}/Cargo.toml` and commit it"
+        ));
+    }
+
     if problems.is_empty() {
         eprintln!("tidy: {} files OK", files.len());
         return Ok(());
@@ -59,6 +67,21 @@ pub fn check(root: &Path) -> Result<()> {
         eprintln!("  {problem}");
     }
     bail!("tidy found {} problem(s), listed above", problems.len());
+}
+
+/// The crate that uses the project from outside its workspace.
+const OUTSIDE: &str = "examples/outside-tester";
+
+/// Whether the outside crate's lock file needs no change.
+fn outside_lock_is_current(root: &Path) -> Result<bool> {
+    let status = crate::cmd::cargo(root)
+        .args(["metadata", "--locked", "--format-version", "1", "--manifest-path"])
+        .arg(root.join(OUTSIDE).join("Cargo.toml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("could not run cargo metadata on the outside crate")?;
+    Ok(status.success())
 }
 
 /// Recursively lists the regular files under `dir`.

@@ -40,7 +40,7 @@ pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
             };
             let warning = match subject {
                 Subject::Key(_) => "; calling on while limited suspends the key",
-                Subject::Address(_) | Subject::Named(_) => "",
+                Subject::Address(_) | Subject::Named(_) | Subject::Inquiry(_) => "",
             };
             (
                 ErrorCode::RateLimited,

@@ -48,7 +48,7 @@ pub use ports::{
     Rotation,
 };
 pub use rate_limit::{
-    Decision, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter, StoreFallback, Subject,
-    Verdict, WindowUsage,
+    Decision, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,
+    StoreFallback, Subject, Verdict, WindowUsage,
 };
 pub use service::{GetPetError, PetPage, PetQuery, PetService};

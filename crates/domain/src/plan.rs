@@ -18,6 +18,14 @@ pub struct Quota {
 }
 
 impl Quota {
+    /// A quota from two constant counts; a zero fails to compile where it is a constant.
+    pub const fn new_const(per_minute: u32, per_day: u32) -> Self {
+        match (NonZeroU32::new(per_minute), NonZeroU32::new(per_day)) {
+            (Some(per_minute), Some(per_day)) => Self { per_minute, per_day },
+            _ => panic!("a quota of zero"),
+        }
+    }
+
     /// A quota from two positive counts.
     ///
     /// # Errors

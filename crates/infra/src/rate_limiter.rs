@@ -44,6 +44,10 @@ impl CounterKey {
                 bytes[0] = 3;
                 bytes[1..].copy_from_slice(digest);
             }
+            Subject::Inquiry(id) => {
+                bytes[0] = 4;
+                bytes[1..13].copy_from_slice(&id.to_bytes());
+            }
         }
         Self(bytes)
     }

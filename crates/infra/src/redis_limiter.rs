@@ -327,6 +327,7 @@ fn parse_state(found: &[i64]) -> Option<(RateLimitState, u64)> {
 fn redis_key(prefix: &str, subject: &Subject) -> String {
     match subject {
         Subject::Key(id) => format!("{prefix}:{{key:{id}}}"),
+        Subject::Inquiry(id) => format!("{prefix}:{{inquiry:{id}}}"),
         Subject::Address(IpAddr::V4(ip)) => format!("{prefix}:{{ip:{ip}}}"),
         Subject::Address(IpAddr::V6(ip)) => format!("{prefix}:{{ip:{ip}}}"),
         Subject::Named(digest) => {

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{Subject, Verdict};
+use animal_store_domain::{INQUIRY_QUOTA, Subject, Verdict};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
 use crate::error::ApiError;
+use crate::operations::{GET_RATE_LIMIT, KeyWindows};
 use crate::telemetry::{self, Outcome};
 use crate::{auth, rate_limit};
 
@@ -29,6 +30,7 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     };
     let state = &state;
     let address = rate_limit::address_subject(state, &req);
+    let inquiry = is_inquiry(&req);
     if auth::bearer_token(req.headers()).is_some() {
         let guessing = state.limiter.peek(&address, state.limiter.policy().per_address).await;
         if let Some(refusal) = rate_limit::refusal(&address, &guessing) {
@@ -43,30 +45,54 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
     let limit = state.config.request_timeout;
     let decided = tokio::time::timeout(limit, async {
         let key = auth::resolve_key(&state.keys, &mut req).await;
-        let (subject, quota) = match key.as_ref().ok().and_then(Option::as_ref) {
+        let live = key.as_ref().ok().and_then(Option::as_ref);
+        let (subject, quota) = match live {
+            // Asking for the key's own limits counts apart, and spends none of its quota.
+            Some(key) if inquiry => (Subject::Inquiry(key.lineage.clone()), INQUIRY_QUOTA),
             // A key and the key that replaced it share one quota: they are one line.
             Some(key) => (Subject::Key(key.lineage.clone()), key.plan.quota()),
             None => (address, state.limiter.policy().per_address),
         };
         let decision = state.limiter.check(&subject, quota).await;
-        (key, subject, decision)
+        let windows = match live {
+            Some(key) if inquiry && decision.verdict == Verdict::Admitted => {
+                let subject = Subject::Key(key.lineage.clone());
+                Some(state.limiter.peek(&subject, key.plan.quota()).await.as_it_stands())
+            }
+            _ => None,
+        };
+        (key, subject, decision, windows)
     })
     .await;
-    let Ok((key, subject, decision)) = decided else {
+    let Ok((key, subject, decision, windows)) = decided else {
         return Ok(super::timeout::timed_out(limit));
     };
     telemetry::decided(match (&subject, decision.verdict) {
         (_, Verdict::Admitted) => Outcome::Admitted,
         (_, Verdict::Unavailable { .. }) => Outcome::StoreUnavailable,
-        (Subject::Key(_), Verdict::Limited { .. }) => Outcome::Limited,
-        (Subject::Key(_), Verdict::Suspended { .. }) => Outcome::Suspended,
+        (Subject::Key(_) | Subject::Inquiry(_), Verdict::Limited { .. }) => Outcome::Limited,
+        (Subject::Key(_) | Subject::Inquiry(_), Verdict::Suspended { .. }) => Outcome::Suspended,
         (Subject::Address(_) | Subject::Named(_), _) => Outcome::AddressLimited,
     });
+    if let Some(windows) = windows {
+        req.extensions_mut().insert(KeyWindows(windows));
+    }
     let mut response = match (key, rate_limit::refusal(&subject, &decision)) {
         (Err(err), _) => err.into_response(),
         (Ok(_), Some(refusal)) => refusal.into_response(),
         (Ok(_), None) => respond(ep.as_ref(), req).await,
     };
-    rate_limit::set_headers(response.headers_mut(), &decision);
+    // An admitted inquiry shows the key's own windows, as its body does.
+    rate_limit::set_headers(response.headers_mut(), windows.as_ref().unwrap_or(&decision));
     Ok(response)
+}
+
+/// Whether the request asks for the caller's own rate limit (`getRateLimit`).
+fn is_inquiry(req: &Request) -> bool {
+    super::routes(req).is_some_and(|routes| {
+        routes
+            .find(req.uri().path())
+            .and_then(|route| route.operation(req.method()))
+            .is_some_and(|operation| operation == GET_RATE_LIMIT)
+    })
 }

@@ -13,7 +13,7 @@ use poem_openapi::{ContactObject, LicenseObject, OpenApiService, ServerObject};
 use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
-use crate::operations::{Operations, OrdersApi, PetsApi};
+use crate::operations::{AccountApi, Operations, OrdersApi, PetsApi};
 use crate::stability::Stability;
 use crate::state::ApiConfig;
 
@@ -22,7 +22,7 @@ pub const API_VERSION: &str = "1.0.0";
 
 /// The poem-openapi service: the operations and their generated description.
 pub fn service(config: &ApiConfig) -> OpenApiService<Operations, ()> {
-    OpenApiService::new((PetsApi, OrdersApi), "Animal Store API", API_VERSION)
+    OpenApiService::new((PetsApi, OrdersApi, AccountApi), "Animal Store API", API_VERSION)
         .description(
             "Keep the catalogue of animals of a pet store: list them, add them, get one by id; \
              reserve them with orders. Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \

@@ -35,7 +35,13 @@ pub enum Subject {
     /// A client that a trusted proxy named by something other than an address (`unknown`,
     /// an obfuscated RFC 7239 identifier): counted by a digest of that name, as an address.
     Named([u8; 16]),
+    /// A key's line asking for its own rate limit (`GET /v1/rate_limit`): counted apart from
+    /// its quota, under [`INQUIRY_QUOTA`], and never suspended.
+    Inquiry(KeyId),
 }
+
+/// How often a key may ask for its own rate limit: 60 times a minute, whatever its plan.
+pub const INQUIRY_QUOTA: Quota = Quota::new_const(60, 86_400);
 
 /// What the service does about subjects that exceed their quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +127,18 @@ impl Decision {
     /// Whether the request goes through.
     pub fn is_admitted(&self) -> bool {
         self.verdict == Verdict::Admitted
+    }
+
+    /// The windows as they stand before the request this decision is about: a peek
+    /// ([`RateLimiter::peek`]) that would admit the request shows the windows after it,
+    /// one request fewer in each; a refusal shows them as they are.
+    #[must_use]
+    pub fn as_it_stands(mut self) -> Self {
+        if self.is_admitted() {
+            self.minute.remaining = self.minute.remaining.saturating_add(1).min(self.minute.limit);
+            self.day.remaining = self.day.remaining.saturating_add(1).min(self.day.limit);
+        }
+        self
     }
 }
 

@@ -141,3 +141,22 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_peek_as_it_stands_shows_the_windows_before_the_request() {
+    let policy = RateLimitPolicy::default();
+    let mut state = RateLimitState::default();
+    let now = MIDNIGHT + 10;
+    for _ in 0..3 {
+        state.check(quota(60, 1000), &policy, true, now);
+    }
+    let peeked = state.peek(quota(60, 1000), &policy, true, now);
+    assert_eq!((peeked.minute.remaining, peeked.day.remaining), (56, 996), "as if admitted");
+    let standing = peeked.as_it_stands();
+    assert_eq!((standing.minute.remaining, standing.day.remaining), (57, 997));
+    for _ in 0..57 {
+        state.check(quota(60, 1000), &policy, true, now);
+    }
+    let full = state.peek(quota(60, 1000), &policy, true, now).as_it_stands();
+    assert_eq!((full.minute.remaining, full.day.remaining), (0, 940), "a refusal is as it is");
+}
