@@ -198,20 +198,21 @@ async fn bad_input_gets_the_error_body_and_changes_nothing() {
     assert_eq!(pet_status(&client, &server, rex).await, "pending", "nor its animal");
 }
 
-/// Two clients order the same animal at once, many times over: one 201 and one 409 each
-/// time, and the animal is reserved by exactly the order that won.
-async fn two_orders_for_one_animal(db: &Db) {
-    let server = db.start();
+/// Two clients order the same animal at once, many times over, through `servers` (one, or
+/// two instances on one database): one 201 and one 409 each time, and the animal is
+/// reserved by exactly the order that won.
+async fn two_orders_for_one_animal(db: &Db, servers: &[Server]) {
+    let server = &servers[0];
     let (first, second) = (Client::new(&db.unlimited_key()), Client::new(&db.unlimited_key()));
     for round in 0..20 {
-        let pet = add_pet(&first, &server, &format!("Contested {round}")).await;
+        let pet = add_pet(&first, server, &format!("Contested {round}")).await;
         let body = json!({"petId": pet}).to_string();
-        let orders = server.url(ORDERS);
-        let (a, b) = tokio::join!(first.post(&orders, &body), second.post(&orders, &body));
+        let (one, other) = (server.url(ORDERS), servers[servers.len() - 1].url(ORDERS));
+        let (a, b) = tokio::join!(first.post(&one, &body), second.post(&other, &body));
         let mut statuses = [a.status().as_u16(), b.status().as_u16()];
         statuses.sort_unstable();
         assert_eq!(statuses, [201, 409], "round {round}");
-        assert_eq!(pet_status(&first, &server, pet).await, "pending");
+        assert_eq!(pet_status(&first, server, pet).await, "pending");
     }
     let mine = json(first.get(&server.url(&format!("{ORDERS}?limit=100"))).await).await;
     let theirs = json(second.get(&server.url(&format!("{ORDERS}?limit=100"))).await).await;
@@ -221,12 +222,15 @@ async fn two_orders_for_one_animal(db: &Db) {
 
 #[tokio::test]
 async fn two_orders_for_one_animal_on_sqlite() {
-    two_orders_for_one_animal(&Db::sqlite()).await;
+    let db = Db::sqlite();
+    let server = db.start();
+    two_orders_for_one_animal(&db, &[server]).await;
 }
 
 #[tokio::test]
-async fn two_orders_for_one_animal_on_postgres() {
+async fn two_orders_for_one_animal_on_postgres_across_two_instances() {
     if let Some(db) = Db::postgres().await {
-        two_orders_for_one_animal(&db).await;
+        let servers = [db.start(), db.start()];
+        two_orders_for_one_animal(&db, &servers).await;
     }
 }
