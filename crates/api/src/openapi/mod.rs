@@ -148,9 +148,12 @@ fn references(value: &Value) -> Vec<String> {
 }
 
 /// poem-openapi wraps a property that refers to another schema in `allOf` to attach its
-/// description. OpenAPI 3.0 ignores anything beside a `$ref`, so the wrapper stays where the
-/// property has a description or a default of its own; a bare wrapper becomes a plain `$ref`.
-/// Enumerations and arrays get no `properties`: indexing a `serde_json` value adds a `null` one.
+/// description: `allOf: [{$ref}, {description, default}]`. OpenAPI 3.0 ignores anything beside
+/// a `$ref`, so a property with a description or a default of its own keeps an `allOf` of the
+/// reference alone, its description and default beside it; the second member, a schema
+/// without a type, goes (client generators such as openapi-python-client refuse an `allOf`
+/// that mixes an enumeration with it). A bare wrapper becomes a plain `$ref`. Enumerations and
+/// arrays get no `properties`: indexing a `serde_json` value would add a `null` one.
 fn plain_references(document: &mut Value) {
     let schemas =
         document["components"]["schemas"].as_object_mut().into_iter().flat_map(|s| s.values_mut());
@@ -162,10 +165,10 @@ fn plain_references(document: &mut Value) {
             .flat_map(|p| p.values_mut())
     }) {
         let Some(object) = property.as_object_mut() else { continue };
-        let reference =
-            object.get("allOf").and_then(|all| all[0]["$ref"].as_str()).map(str::to_owned);
-        let Some(reference) = reference else { continue };
-        if object.len() == 1 {
+        let Some(Value::Array(members)) = object.get_mut("allOf") else { continue };
+        members.retain(|member| member.get("$ref").is_some());
+        let reference = members.first().and_then(|member| member["$ref"].as_str()).map(str::to_owned);
+        if let (Some(reference), 1) = (reference, object.len()) {
             object.remove("allOf");
             object.insert("$ref".to_owned(), json!(reference));
         }
