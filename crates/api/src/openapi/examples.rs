@@ -33,6 +33,7 @@ fn schema_examples() -> Map<String, Value> {
     let pet = PetBody::from(pet).to_json().unwrap_or_default();
     let order = OrderBody::from(order).to_json().unwrap_or_default();
     let error = error_body(ErrorCode::NotFound, "no animal has id 99", 404);
+    let window = json!({"limit": 60, "remaining": 55, "reset": 1_795_455_420});
     [
         ("Pet", pet.clone()),
         ("Pets", json!([pet])),
@@ -45,6 +46,12 @@ fn schema_examples() -> Map<String, Value> {
         ("OrderStatus", json!("placed")),
         ("Error", error),
         ("ErrorCode", json!("not_found")),
+        ("PlanName", json!("free")),
+        ("RateLimitWindow", window.clone()),
+        (
+            "RateLimit",
+            json!({"plan": "free", "minute": window, "day": {"limit": 1000, "remaining": 995, "reset": 1_795_478_400}}),
+        ),
     ]
     .into_iter()
     .map(|(name, example)| (name.to_owned(), example))
@@ -157,6 +164,29 @@ pub(super) fn add(document: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_schema_and_every_body_has_an_example() {
+        let document =
+            crate::openapi::document(&crate::openapi::service(&crate::ApiConfig::default()), true);
+        for (name, schema) in document["components"]["schemas"].as_object().expect("schemas") {
+            assert!(schema.get("example").is_some(), "the schema {name} has no example");
+        }
+        let mut document = document;
+        for operation in crate::openapi::operations(&mut document) {
+            let id = operation["operationId"].as_str().unwrap_or_default().to_owned();
+            let request =
+                operation["requestBody"]["content"].as_object().cloned().unwrap_or_default();
+            let responses = operation["responses"].as_object().cloned().unwrap_or_default();
+            let bodies =
+                request.values().cloned().chain(responses.values().flat_map(|r| {
+                    r["content"].as_object().cloned().unwrap_or_default().into_values()
+                }));
+            for media in bodies {
+                assert!(media.get("example").is_some(), "{id}: a body without an example: {media}");
+            }
+        }
+    }
 
     #[test]
     fn request_examples_are_bodies_the_service_accepts() {

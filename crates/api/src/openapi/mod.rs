@@ -167,7 +167,8 @@ fn plain_references(document: &mut Value) {
         let Some(object) = property.as_object_mut() else { continue };
         let Some(Value::Array(members)) = object.get_mut("allOf") else { continue };
         members.retain(|member| member.get("$ref").is_some());
-        let reference = members.first().and_then(|member| member["$ref"].as_str()).map(str::to_owned);
+        let reference =
+            members.first().and_then(|member| member["$ref"].as_str()).map(str::to_owned);
         if let (Some(reference), 1) = (reference, object.len()) {
             object.remove("allOf");
             object.insert("$ref".to_owned(), json!(reference));
