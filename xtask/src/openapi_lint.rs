@@ -42,8 +42,20 @@ pub fn has_npm() -> bool {
     Command::new("npm").arg("--version").output().is_ok_and(|out| out.status.success())
 }
 
-/// Lints the document with Spectral and Redocly CLI, installed on first use; fails on any
-/// problem.
+/// The document as a server serves it: the committed one with the server itself (`/v1`)
+/// listed first (`tests/blackbox/docs_page.rs` checks that this is what servers serve).
+fn served_copy(root: &Path, dir: &Path) -> Result<PathBuf> {
+    let text = std::fs::read_to_string(root.join(DOCUMENT))?;
+    let mut document: serde_json::Value = serde_json::from_str(&text)?;
+    let this = serde_json::json!({"url": "/v1", "description": "This server: the one that served this document"});
+    document["servers"].as_array_mut().context("the document lists no servers")?.insert(0, this);
+    let path = dir.join("served-openapi.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&document)?)?;
+    Ok(path)
+}
+
+/// Lints the document, and the document as servers serve it, with Spectral and Redocly CLI,
+/// installed on first use; fails on any problem.
 pub fn lint(root: &Path) -> Result<()> {
     let dir = tools(root, "openapi-lint");
     let bin = dir.join("node_modules/.bin");
@@ -55,17 +67,23 @@ pub fn lint(root: &Path) -> Result<()> {
     }
     let ruleset = dir.join(".spectral.yaml");
     std::fs::write(&ruleset, "extends: [\"spectral:oas\"]\n")?;
-    let document = root.join(DOCUMENT);
+    for document in [root.join(DOCUMENT), served_copy(root, &dir)?] {
+        lint_one(&bin, &ruleset, &document)?;
+    }
+    Ok(())
+}
+
+fn lint_one(bin: &Path, ruleset: &Path, document: &Path) -> Result<()> {
     cmd::run(
         Command::new(bin.join("spectral"))
             .args(["lint", "--fail-severity=hint", "--ruleset"])
-            .arg(&ruleset)
-            .arg(&document),
+            .arg(ruleset)
+            .arg(document),
     )?;
     let report = cmd::run_quiet(
         Command::new(bin.join("redocly"))
             .args(["lint", "--extends=recommended", "--format=json"])
-            .arg(&document),
+            .arg(document),
     );
     let output = match report {
         Ok(output) => output.stdout,
@@ -76,9 +94,9 @@ pub fn lint(root: &Path) -> Result<()> {
     let totals = &report["totals"];
     match (totals["errors"].as_u64(), totals["warnings"].as_u64()) {
         (Some(0), Some(0)) => {
-            eprintln!("Redocly CLI (recommended): no problems");
+            eprintln!("Redocly CLI (recommended): no problems in {}", document.display());
             Ok(())
         }
-        _ => bail!("Redocly CLI (recommended) found problems: {totals}"),
+        _ => bail!("Redocly CLI (recommended) found problems in {}: {totals}", document.display()),
     }
 }
