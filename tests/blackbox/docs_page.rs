@@ -52,7 +52,7 @@ async fn the_docs_page_is_compressed_cached_and_never_framed() {
     let this = serde_json::json!({"url": "/v1", "description": "This server: the one that served this document"});
     expected["servers"].as_array_mut().expect("servers").insert(0, this);
     assert_eq!(
-        served, expected,
+        as_served, expected,
         "the served document is the committed one, the server itself first"
     );
 }
