@@ -7,6 +7,7 @@
 //!   contract lives in exactly one constructor, so an invalid value cannot exist.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest.
+//! - [`idempotency`]: idempotency keys and the outcomes stored for retries.
 //! - [`order`]: orders, their statuses and the moves between them; [`orders`]: the order
 //!   use cases.
 //! - [`limit`]: rate-limit windows and the decision to admit a request, as pure functions,
@@ -19,6 +20,7 @@
 //! `animal-store-infra`, HTTP in `animal-store-api`.
 
 pub mod api_key;
+pub mod idempotency;
 pub mod keys;
 pub mod order;
 pub mod orders;
@@ -32,6 +34,10 @@ pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
     KeyNameError,
 };
+pub use idempotency::{
+    Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, Idempotent,
+    IdempotentWrite, KeyReused, RenderOrder, RenderPet, StoredResponse,
+};
 pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
 pub use order::{
     GetOrderError, NewOrder, Order, OrderId, OrderStatus, OrderStatusError, OrderTransitionError,
@@ -44,8 +50,8 @@ pub use pet::{
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{
-    ApiKeyStore, BoxError, Clock, HealthCheck, OrderRepository, PetRepository, RepositoryError,
-    Rotation,
+    ApiKeyStore, BoxError, Clock, HealthCheck, IdempotencyStore, OrderRepository, PetRepository,
+    RepositoryError, Rotation,
 };
 pub use rate_limit::{
     Decision, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,

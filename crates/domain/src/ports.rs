@@ -12,6 +12,9 @@ use chrono::{DateTime, Utc};
 use thiserror::Error;
 
 use crate::api_key::{ApiKey, KeyDigest, KeyId};
+use crate::idempotency::{
+    IdempotencyKey, IdempotencyRecord, Idempotent, IdempotentWrite, RenderOrder, RenderPet,
+};
 use crate::order::{NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError};
 use crate::pet::{NewPet, Pet, PetId, PetStatus};
 
@@ -116,6 +119,58 @@ pub trait OrderRepository: Send + Sync + 'static {
         to: OrderStatus,
         at: DateTime<Utc>,
     ) -> Result<Order, UpdateOrderError>;
+}
+
+/// Where idempotency records are kept, beside the pets and orders whose creation they record
+/// (`docs/api.md#idempotent-retries`): a record and what it records commit together, so that
+/// after any crash either both are stored or neither is.
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync + 'static {
+    /// `owner`'s record of `key`, unless there is none or it is expired at `now`.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn find(
+        &self,
+        owner: &KeyId,
+        key: &IdempotencyKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<IdempotencyRecord>, RepositoryError>;
+
+    /// In one transaction: unless `write`'s key has an unexpired record, adds `pet` and
+    /// stores the record of `write` with the response `render` gives for it; otherwise adds
+    /// nothing and returns the record. Of concurrent calls with one key, one adds its pet.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit: nothing is stored then.
+    async fn create_pet(
+        &self,
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+    ) -> Result<Idempotent<Pet>, RepositoryError>;
+
+    /// [`IdempotencyStore::create_pet`] for placing an order: an order the rules refuse (its
+    /// animal missing or not available) is recorded too, with the response `render` gives.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit: nothing is stored then.
+    async fn place_order(
+        &self,
+        write: IdempotentWrite,
+        order: NewOrder,
+        render: RenderOrder,
+    ) -> Result<Idempotent<Result<Order, PlaceOrderError>>, RepositoryError>;
+
+    /// Removes at most `batch` records created before `before`, and says how many it removed.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError>;
 }
 
 /// Where API keys are kept.

@@ -36,12 +36,15 @@ pub mod testing;
 
 pub use cache::CachedApiKeyStore;
 pub use clock::SystemClock;
-pub use memory::{MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository};
+pub use memory::{
+    MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository, MemoryPetRepository,
+};
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use redis_limiter::{LimiterFailure, RedisLimiterOptions, RedisRateLimiter};
 pub use sql::{
     BATCH_SIZE_METRIC, BackupError, Database, DatabaseError, DatabaseHealth, DatabaseOptions,
-    POOL_METRIC, PoolMetrics, SeaOrmApiKeyStore, SeaOrmPetRepository,
+    POOL_METRIC, PoolMetrics, SeaOrmApiKeyStore, SeaOrmIdempotencyStore, SeaOrmOrderRepository,
+    SeaOrmPetRepository,
 };
 #[cfg(feature = "testing")]
 pub use testing::{FileClock, ManualClock};

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use animal_store_domain::{ApiKeyStore, PetRepository};
-use animal_store_infra::conformance::OrderStores;
 use animal_store_infra::conformance::faults::Stores;
+use animal_store_infra::conformance::{IdempotencyStores, OrderStores};
 use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
 use animal_store_infra::{
-    CachedApiKeyStore, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, SystemClock,
-    conformance,
+    CachedApiKeyStore, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
+    MemoryPetRepository, SystemClock, conformance,
 };
 
 #[tokio::test]
@@ -55,6 +55,36 @@ async fn postgres_order_repository() {
         return;
     };
     conformance::order_repository(&OrderStores { pets: &db.pets(), orders: &db.orders() }).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn memory_idempotency_store() {
+    let pets = Arc::new(MemoryPetRepository::new());
+    let orders = Arc::new(MemoryOrderRepository::new(Arc::clone(&pets)));
+    let records = MemoryIdempotencyStore::new(Arc::clone(&pets), Arc::clone(&orders));
+    let stores = IdempotencyStores { pets: &*pets, orders: &*orders, records: &records };
+    conformance::idempotency_store(&stores).await;
+}
+
+#[tokio::test]
+async fn sqlite_idempotency_store() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let stores =
+        IdempotencyStores { pets: &db.pets(), orders: &db.orders(), records: &db.idempotency() };
+    conformance::idempotency_store(&stores).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_idempotency_store() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    let stores =
+        IdempotencyStores { pets: &db.pets(), orders: &db.orders(), records: &db.idempotency() };
+    conformance::idempotency_store(&stores).await;
     db.close().await;
 }
 

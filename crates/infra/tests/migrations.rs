@@ -2,7 +2,8 @@
 //! of the service filled, on SQLite and PostgreSQL.
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, KeyId, NewOrder, OrderRepository, PetStatus, Rotation,
+    ApiKey, ApiKeyStore, Fingerprint, IdempotencyKey, IdempotencyStore, Idempotent,
+    IdempotentWrite, KeyId, NewOrder, OrderRepository, PetStatus, Rotation, StoredResponse,
 };
 use animal_store_domain::{ApiKeySecret, Environment, PetRepository, Plan};
 use animal_store_infra::Database;
@@ -18,7 +19,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m0001_create_pets",
             "m0002_create_api_keys",
             "m20261123_000003_key_lifecycle",
-            "m20261123_000004_create_orders"
+            "m20261123_000004_create_orders",
+            "m20261123_000005_create_idempotency_keys"
         ]
     );
 }
@@ -143,5 +145,48 @@ async fn orders_join_a_database_with_pets_on_sqlite() {
 async fn orders_join_a_database_with_pets_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         orders_join_a_database_with_pets(&url).await;
+    }
+}
+
+/// `m20261123_000005_create_idempotency_keys` on a database with pets and orders: they stay,
+/// and a keyed write is recorded.
+async fn idempotency_keys_join_a_database_with_orders(url: &str) {
+    let seed = ["INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 2, 'available')"];
+    let db = upgraded(url, 4, &seed).await;
+    assert_eq!(db.pets().list(None, None, 10).await.expect("list").len(), 1, "the pets stay");
+    let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("an instant");
+    let owner = KeyId::new("oldkey000001").expect("a key id");
+    let write = IdempotentWrite {
+        owner: owner.clone(),
+        key: IdempotencyKey::new("retry-1").expect("a key"),
+        fingerprint: Fingerprint::of("POST", "/v1/pets", b"{}"),
+        at,
+    };
+    let pet = animal_store_domain::NewPet {
+        name: animal_store_domain::PetName::new("New").expect("a name"),
+        category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+        status: PetStatus::Available,
+    };
+    let render = Box::new(|_: &animal_store_domain::Pet| StoredResponse {
+        status: 201,
+        body: "{}".into(),
+        location: None,
+    });
+    let done =
+        db.idempotency().create_pet(write.clone(), pet, render).await.expect("a keyed write");
+    assert!(matches!(done, Idempotent::Done(_)));
+    assert!(db.idempotency().find(&owner, &write.key, at).await.expect("find").is_some());
+    db.close().await;
+}
+
+#[tokio::test]
+async fn idempotency_keys_join_a_database_with_orders_on_sqlite() {
+    idempotency_keys_join_a_database_with_orders(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn idempotency_keys_join_a_database_with_orders_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        idempotency_keys_join_a_database_with_orders(&url).await;
     }
 }

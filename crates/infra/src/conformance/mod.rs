@@ -7,9 +7,11 @@
 //! [`faults`] checks what stores over a real database promise when that database fails.
 
 pub mod faults;
+mod idempotency;
 mod orders;
 mod rotation;
 
+pub use idempotency::{IdempotencyStores, idempotency_store};
 pub use orders::{OrderStores, order_repository};
 
 use std::collections::BTreeSet;

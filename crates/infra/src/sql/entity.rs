@@ -102,3 +102,36 @@ pub mod order {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+/// The `idempotency_keys` table.
+pub mod idempotency_key {
+    use sea_orm::entity::prelude::*;
+
+    /// One stored outcome: the owner's line of keys and the client's key identify it.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "idempotency_keys")]
+    pub struct Model {
+        /// The key id of the owner's line of rotations.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub owner: String,
+        /// The client's idempotency key.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub key: String,
+        /// The SHA-256 digest of the first request's method, path and body.
+        pub fingerprint: Vec<u8>,
+        /// The stored response's status.
+        pub status: i32,
+        /// Its body.
+        pub body: String,
+        /// Its `Location` header.
+        pub location: Option<String>,
+        /// When the first request arrived.
+        pub created_at: DateTimeUtc,
+    }
+
+    /// Records relate to nothing.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -20,6 +20,7 @@
 mod connector;
 mod entity;
 mod failure;
+mod idempotency;
 mod keys;
 mod migration;
 mod orders;
@@ -39,6 +40,7 @@ use thiserror::Error;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
 pub use orders::SeaOrmOrderRepository;
 pub use pets::SeaOrmPetRepository;
@@ -232,6 +234,16 @@ impl Database {
     /// The order repository over this database. Clones share the writer.
     pub fn orders(&self) -> SeaOrmOrderRepository {
         SeaOrmOrderRepository::new(
+            self.readers.clone(),
+            Arc::clone(&self.reads),
+            self.writer.clone(),
+        )
+    }
+
+    /// The idempotency records of this database, written with the pets and orders they
+    /// record. Clones share the writer.
+    pub fn idempotency(&self) -> SeaOrmIdempotencyStore {
+        SeaOrmIdempotencyStore::new(
             self.readers.clone(),
             Arc::clone(&self.reads),
             self.writer.clone(),

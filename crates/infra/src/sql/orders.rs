@@ -60,7 +60,7 @@ fn corrupt_in_write(err: &RepositoryError) -> DbErr {
 }
 
 /// In `txn`: reserves the pet if it is available and stores the order; the refusal otherwise.
-async fn place(
+pub(super) async fn place(
     txn: &DatabaseTransaction,
     order: NewOrder,
 ) -> Result<Result<Order, PlaceOrderError>, DbErr> {

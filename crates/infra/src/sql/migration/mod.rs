@@ -9,6 +9,7 @@ mod m20261122_000001_create_pets;
 mod m20261122_000002_create_api_keys;
 mod m20261123_000003_key_lifecycle;
 mod m20261123_000004_create_orders;
+mod m20261123_000005_create_idempotency_keys;
 
 use sea_orm_migration::prelude::*;
 
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000002_create_api_keys::Migration),
             Box::new(m20261123_000003_key_lifecycle::Migration),
             Box::new(m20261123_000004_create_orders::Migration),
+            Box::new(m20261123_000005_create_idempotency_keys::Migration),
         ]
     }
 }

@@ -2,6 +2,10 @@
 //! integration testers (`--database-url memory://`); they honour every port contract, which
 //! the conformance suites check.
 
+mod idempotency;
+
+pub use idempotency::MemoryIdempotencyStore;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -28,14 +32,21 @@ impl MemoryPetRepository {
     }
 }
 
-#[async_trait]
-impl PetRepository for MemoryPetRepository {
-    async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
+impl MemoryPetRepository {
+    /// Adds `pet` at once.
+    fn add(&self, pet: NewPet) -> Pet {
         let mut pets = self.pets.write().unwrap_or_else(PoisonError::into_inner);
         let id = PetId::new(pets.last_key_value().map_or(1, |(id, _)| id.get() + 1));
         let pet = Pet::from_new(id, pet);
         pets.insert(id, pet.clone());
-        Ok(pet)
+        pet
+    }
+}
+
+#[async_trait]
+impl PetRepository for MemoryPetRepository {
+    async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
+        Ok(self.add(pet))
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
@@ -80,9 +91,9 @@ impl MemoryOrderRepository {
     }
 }
 
-#[async_trait]
-impl OrderRepository for MemoryOrderRepository {
-    async fn place(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
+impl MemoryOrderRepository {
+    /// Places `order` at once.
+    fn add(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
         let mut pets = self.pets.pets.write().unwrap_or_else(PoisonError::into_inner);
         let pet = pets.get_mut(&order.pet_id).ok_or(PlaceOrderError::NoSuchPet(order.pet_id))?;
         if pet.status != PetStatus::Available {
@@ -94,6 +105,13 @@ impl OrderRepository for MemoryOrderRepository {
         pet.status = order.status.pet_status();
         orders.insert(id, order.clone());
         Ok(order)
+    }
+}
+
+#[async_trait]
+impl OrderRepository for MemoryOrderRepository {
+    async fn place(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
+        self.add(order)
     }
 
     async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Option<Order>, RepositoryError> {

@@ -1,0 +1,247 @@
+//! The contract of [`IdempotencyStore`]: a keyed write is done once and its outcome kept for
+//! a day, per owner; a key that was used answers its record and adds nothing; concurrent
+//! writes with one key do the work once; the sweep removes old records a batch at a time.
+
+use chrono::{DateTime, Duration, TimeZone as _, Utc};
+use futures_util::future::join_all;
+
+use animal_store_domain::{
+    Fingerprint, IdempotencyKey, IdempotencyStore, Idempotent, IdempotentWrite, KeyId, NewOrder,
+    OrderRepository, PetRepository, PetStatus, PlaceOrderError, StoredResponse,
+};
+
+use super::new_pet;
+
+/// The stores of one database, each starting empty.
+pub struct IdempotencyStores<'a> {
+    /// Where pets are.
+    pub pets: &'a dyn PetRepository,
+    /// Where orders are.
+    pub orders: &'a dyn OrderRepository,
+    /// Where the records are, beside them.
+    pub records: &'a dyn IdempotencyStore,
+}
+
+fn at(seconds: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(1_900_000_000, 0).single().expect("an instant") + Duration::seconds(seconds)
+}
+
+fn write(owner: &str, key: &str, body: &[u8], when: i64) -> IdempotentWrite {
+    IdempotentWrite {
+        owner: KeyId::new(owner).expect("a key id"),
+        key: IdempotencyKey::new(key).expect("a key"),
+        fingerprint: Fingerprint::of("POST", "/v1/pets", body),
+        at: at(when),
+    }
+}
+
+fn created(id: i64) -> StoredResponse {
+    StoredResponse {
+        status: 201,
+        body: format!("{{\"id\":{id}}}"),
+        location: Some(format!("/v1/pets/{id}")),
+    }
+}
+
+async fn count_pets(stores: &IdempotencyStores<'_>) -> usize {
+    stores.pets.list(None, None, 10_000).await.expect("list").len()
+}
+
+/// Checks an [`IdempotencyStore`] and the stores it writes beside.
+pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
+    let records = stores.records;
+    let first = write("ownera000000", "key-1", b"{\"name\":\"Rex\"}", 0);
+    assert!(records.find(&first.owner, &first.key, at(0)).await.expect("find").is_none());
+
+    let done = records
+        .create_pet(
+            first.clone(),
+            new_pet("Rex", 1, PetStatus::Available),
+            Box::new(|pet| created(pet.id.get())),
+        )
+        .await
+        .expect("create");
+    let Idempotent::Done(pet) = done else { panic!("a new key does the work: {done:?}") };
+    assert_eq!(
+        stores.pets.get(pet.id).await.expect("get").as_ref(),
+        Some(&pet),
+        "the pet is stored"
+    );
+    let record =
+        records.find(&first.owner, &first.key, at(1)).await.expect("find").expect("the record");
+    assert_eq!(
+        (record.fingerprint, &record.response, record.created_at),
+        (first.fingerprint, &created(pet.id.get()), at(0))
+    );
+
+    // A used key answers its record and adds nothing, whatever the request.
+    let before = count_pets(stores).await;
+    for body in [&b"{\"name\":\"Rex\"}"[..], b"{\"name\":\"Other\"}"] {
+        let again = records
+            .create_pet(
+                write("ownera000000", "key-1", body, 5),
+                new_pet("Rex", 1, PetStatus::Available),
+                Box::new(|_| created(0)),
+            )
+            .await
+            .expect("create");
+        assert!(matches!(&again, Idempotent::Before(found) if *found == record), "{again:?}");
+    }
+    assert_eq!(count_pets(stores).await, before, "a used key adds nothing");
+
+    // Keys are scoped to their owner.
+    let other = records
+        .create_pet(
+            write("ownerb000000", "key-1", b"{}", 6),
+            new_pet("Bella", 1, PetStatus::Available),
+            Box::new(|pet| created(pet.id.get())),
+        )
+        .await
+        .expect("create");
+    assert!(matches!(other, Idempotent::Done(_)), "another owner's key is another key");
+
+    // After a day the record answers nothing, and the key can be used again.
+    assert!(records.find(&first.owner, &first.key, at(86_400)).await.expect("find").is_none());
+    let later = records
+        .create_pet(
+            write("ownera000000", "key-1", b"{}", 86_400),
+            new_pet("Rex", 1, PetStatus::Available),
+            Box::new(|pet| created(pet.id.get())),
+        )
+        .await
+        .expect("create");
+    let Idempotent::Done(later) = later else { panic!("an expired key does the work again") };
+    let replaced =
+        records.find(&first.owner, &first.key, at(86_401)).await.expect("find").expect("a record");
+    assert_eq!(replaced.response, created(later.id.get()));
+
+    orders(stores).await;
+    one_key_at_once(stores).await;
+    sweeping(stores).await;
+}
+
+/// Orders: the placing is recorded, and so is a refusal the render keeps; an outcome it does
+/// not keep frees the key.
+async fn orders(stores: &IdempotencyStores<'_>) {
+    let records = stores.records;
+    let pet =
+        stores.pets.create(new_pet("Ordered", 1, PetStatus::Available)).await.expect("pet").id;
+    let owner = KeyId::new("ownera000000").expect("a key id");
+    let order = || NewOrder { pet_id: pet, owner: owner.clone(), at: at(100) };
+    let placed = records
+        .place_order(
+            write("ownera000000", "order-1", b"{}", 100),
+            order(),
+            Box::new(|placed| placed.as_ref().ok().map(|order| created(order.id.get()))),
+        )
+        .await
+        .expect("place");
+    assert!(matches!(placed, Idempotent::Done(Ok(_))), "{placed:?}");
+    let again = records
+        .place_order(write("ownera000000", "order-1", b"{}", 101), order(), Box::new(|_| None))
+        .await;
+    assert!(matches!(again.expect("place"), Idempotent::Before(_)));
+    assert_eq!(
+        stores.orders.list(&owner, None, None, 100).await.expect("list").len(),
+        1,
+        "placed once"
+    );
+
+    let conflict = StoredResponse { status: 409, body: "{}".to_owned(), location: None };
+    let kept = conflict.clone();
+    let refused = records
+        .place_order(
+            write("ownera000000", "order-2", b"{}", 102),
+            order(),
+            Box::new(move |placed| {
+                matches!(placed, Err(PlaceOrderError::PetNotAvailable { .. })).then_some(kept)
+            }),
+        )
+        .await
+        .expect("place");
+    assert!(matches!(refused, Idempotent::Done(Err(PlaceOrderError::PetNotAvailable { .. }))));
+    let record = records
+        .find(&owner, &IdempotencyKey::new("order-2").expect("a key"), at(103))
+        .await
+        .expect("find");
+    assert_eq!(
+        record.map(|r| r.response),
+        Some(conflict),
+        "a refusal of the operation is recorded"
+    );
+
+    let unkept = records
+        .place_order(write("ownera000000", "order-3", b"{}", 104), order(), Box::new(|_| None))
+        .await;
+    assert!(matches!(unkept.expect("place"), Idempotent::Done(Err(_))));
+    let record = records
+        .find(&owner, &IdempotencyKey::new("order-3").expect("a key"), at(105))
+        .await
+        .expect("find");
+    assert!(record.is_none(), "an outcome the render does not keep leaves the key free");
+}
+
+/// Of concurrent writes with one key, one does the work.
+async fn one_key_at_once(stores: &IdempotencyStores<'_>) {
+    let before = count_pets(stores).await;
+    let attempts = (0..16).map(|i| {
+        stores.records.create_pet(
+            write("ownerc000000", "contested", b"{}", 200 + i),
+            new_pet("Contested", 1, PetStatus::Available),
+            Box::new(|pet| created(pet.id.get())),
+        )
+    });
+    let outcomes = join_all(attempts).await;
+    let done = outcomes.iter().filter(|o| matches!(o, Ok(Idempotent::Done(_)))).count();
+    let before_count = outcomes.iter().filter(|o| matches!(o, Ok(Idempotent::Before(_)))).count();
+    assert_eq!(
+        (done, before_count),
+        (1, 15),
+        "one does the work, the others find it: {outcomes:?}"
+    );
+    assert_eq!(count_pets(stores).await, before + 1, "one pet");
+}
+
+/// The sweep removes records created before its instant, at most a batch at a time.
+async fn sweeping(stores: &IdempotencyStores<'_>) {
+    let records = stores.records;
+    for i in 0..5 {
+        let old = write("ownerd000000", &format!("old-{i}"), b"{}", 1_000 + i);
+        records
+            .create_pet(
+                old,
+                new_pet("Old", 1, PetStatus::Available),
+                Box::new(|pet| created(pet.id.get())),
+            )
+            .await
+            .expect("create");
+    }
+    let fresh = write("ownerd000000", "fresh", b"{}", 5_000);
+    records
+        .create_pet(
+            fresh.clone(),
+            new_pet("Fresh", 1, PetStatus::Available),
+            Box::new(|pet| created(pet.id.get())),
+        )
+        .await
+        .expect("create");
+    // Everything before 1,005 s: the five old ones, and those of the checks above.
+    let mut removed = 0;
+    for _ in 0..100 {
+        let swept = records.sweep(at(1_005), 2).await.expect("sweep");
+        assert!(swept <= 2, "a batch at most: {swept}");
+        if swept == 0 {
+            break;
+        }
+        removed += swept;
+    }
+    assert!(removed >= 5, "the old records are gone: {removed}");
+    for i in 0..5 {
+        let key = IdempotencyKey::new(&format!("old-{i}")).expect("a key");
+        assert!(records.find(&fresh.owner, &key, at(1_010)).await.expect("find").is_none());
+    }
+    assert!(
+        records.find(&fresh.owner, &fresh.key, at(5_001)).await.expect("find").is_some(),
+        "a newer record stays"
+    );
+}

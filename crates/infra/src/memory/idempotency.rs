@@ -1,0 +1,110 @@
+//! Idempotency records in memory, beside the memory pets and orders they record. A write
+//! holds the records' lock for its whole length: looking for the key, adding the pet or
+//! order, and storing the record are one step.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use animal_store_domain::{
+    IdempotencyKey, IdempotencyRecord, IdempotencyStore, Idempotent, IdempotentWrite, KeyId,
+    NewOrder, NewPet, Order, Pet, PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::{MemoryOrderRepository, MemoryPetRepository};
+
+type Records = BTreeMap<(KeyId, IdempotencyKey), IdempotencyRecord>;
+
+/// Idempotency records beside a [`MemoryPetRepository`] and a [`MemoryOrderRepository`].
+#[derive(Debug)]
+pub struct MemoryIdempotencyStore {
+    pets: Arc<MemoryPetRepository>,
+    orders: Arc<MemoryOrderRepository>,
+    records: Mutex<Records>,
+}
+
+impl MemoryIdempotencyStore {
+    /// No records yet, for the pets of `pets` and the orders of `orders` (kept beside them).
+    pub fn new(pets: Arc<MemoryPetRepository>, orders: Arc<MemoryOrderRepository>) -> Self {
+        Self { pets, orders, records: Mutex::default() }
+    }
+
+    fn records(&self) -> MutexGuard<'_, Records> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The unexpired record of `write`'s key, taken out of `records` if it had expired.
+fn existing(records: &mut Records, write: &IdempotentWrite) -> Option<IdempotencyRecord> {
+    let id = (write.owner.clone(), write.key.clone());
+    match records.get(&id) {
+        Some(record) if record.is_expired(write.at) => {
+            records.remove(&id);
+            None
+        }
+        found => found.cloned(),
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for MemoryIdempotencyStore {
+    async fn find(
+        &self,
+        owner: &KeyId,
+        key: &IdempotencyKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<IdempotencyRecord>, RepositoryError> {
+        let records = self.records();
+        let record = records.get(&(owner.clone(), key.clone()));
+        Ok(record.filter(|record| !record.is_expired(now)).cloned())
+    }
+
+    async fn create_pet(
+        &self,
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+    ) -> Result<Idempotent<Pet>, RepositoryError> {
+        let mut records = self.records();
+        if let Some(record) = existing(&mut records, &write) {
+            return Ok(Idempotent::Before(record));
+        }
+        let pet = self.pets.add(pet);
+        let record = IdempotencyRecord::of(write, render(&pet));
+        records.insert((record.owner.clone(), record.key.clone()), record);
+        Ok(Idempotent::Done(pet))
+    }
+
+    async fn place_order(
+        &self,
+        write: IdempotentWrite,
+        order: NewOrder,
+        render: RenderOrder,
+    ) -> Result<Idempotent<Result<Order, PlaceOrderError>>, RepositoryError> {
+        let mut records = self.records();
+        if let Some(record) = existing(&mut records, &write) {
+            return Ok(Idempotent::Before(record));
+        }
+        let placed = self.orders.add(order);
+        if let Some(response) = render(&placed) {
+            let record = IdempotencyRecord::of(write, response);
+            records.insert((record.owner.clone(), record.key.clone()), record);
+        }
+        Ok(Idempotent::Done(placed))
+    }
+
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        let mut records = self.records();
+        let old: Vec<_> = records
+            .iter()
+            .filter(|(_, record)| record.created_at < before)
+            .map(|(id, _)| id.clone())
+            .take(batch)
+            .collect();
+        for id in &old {
+            records.remove(id);
+        }
+        Ok(old.len())
+    }
+}

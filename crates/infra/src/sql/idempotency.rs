@@ -1,0 +1,227 @@
+//! Idempotency records over SeaORM.
+//!
+//! A write sent with an `Idempotency-Key` runs as one job of the database's writer (see
+//! [`writer`](super::writer)), in one transaction: it claims the key by inserting its record
+//! (`INSERT ... ON CONFLICT DO NOTHING`, after removing an expired record of the key), does
+//! the work, then fills the record in with the response. A key already claimed inserts
+//! nothing, and the job returns the record instead of doing the work. On PostgreSQL, a second
+//! process claiming the same key waits on the first one's row until it commits, then finds
+//! the record: one of them does the work.
+
+use std::sync::Arc;
+
+use animal_store_domain::{
+    Fingerprint, IdempotencyKey, IdempotencyRecord, IdempotencyStore, Idempotent, IdempotentWrite,
+    KeyId, NewOrder, NewPet, Order, Pet, PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
+    StoredResponse,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait as _, OnConflict, Query};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, QueryFilter, Set,
+};
+
+use super::corrupt;
+use super::entity::idempotency_key as record;
+use super::reachability::Reads;
+use super::writer::Writer;
+
+/// Idempotency records in an SQL database. Cheap to clone: clones share the writer.
+#[derive(Clone)]
+pub struct SeaOrmIdempotencyStore {
+    readers: DatabaseConnection,
+    reads: Arc<Reads>,
+    writer: Writer,
+}
+
+impl SeaOrmIdempotencyStore {
+    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
+        Self { readers, reads, writer }
+    }
+}
+
+fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
+    let record::Model { owner, key, fingerprint, status, body, location, created_at } = row;
+    let fingerprint: [u8; 32] = fingerprint
+        .try_into()
+        .map_err(|_| corrupt("idempotency_keys", "a fingerprint of another length"))?;
+    Ok(IdempotencyRecord {
+        owner: KeyId::new(&owner).map_err(|e| corrupt("idempotency_keys", e))?,
+        key: IdempotencyKey::new(&key).map_err(|e| corrupt("idempotency_keys", e))?,
+        fingerprint: Fingerprint::from_bytes(fingerprint),
+        response: StoredResponse {
+            status: u16::try_from(status).map_err(|e| corrupt("idempotency_keys", e))?,
+            body,
+            location,
+        },
+        created_at,
+    })
+}
+
+/// The error that undoes a write's transaction, for a row that breaks the domain's rules.
+fn in_write(err: &RepositoryError) -> DbErr {
+    DbErr::Custom(format!("{err}: {:?}", std::error::Error::source(err)))
+}
+
+fn of_key(write: &IdempotentWrite) -> sea_orm::Select<record::Entity> {
+    record::Entity::find()
+        .filter(record::Column::Owner.eq(write.owner.as_str()))
+        .filter(record::Column::Key.eq(write.key.as_str()))
+}
+
+/// In `txn`: claims `write`'s key, or returns its unexpired record.
+async fn claim(
+    txn: &DatabaseTransaction,
+    write: &IdempotentWrite,
+) -> Result<Option<IdempotencyRecord>, DbErr> {
+    let retention = chrono::Duration::from_std(animal_store_domain::idempotency::RETENTION)
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
+    record::Entity::delete_many()
+        .filter(record::Column::Owner.eq(write.owner.as_str()))
+        .filter(record::Column::Key.eq(write.key.as_str()))
+        .filter(record::Column::CreatedAt.lte(write.at - retention))
+        .exec(txn)
+        .await?;
+    let placeholder = record::ActiveModel {
+        owner: Set(write.owner.as_str().to_owned()),
+        key: Set(write.key.as_str().to_owned()),
+        fingerprint: Set(write.fingerprint.to_bytes().to_vec()),
+        status: Set(0),
+        body: Set(String::new()),
+        location: Set(None),
+        created_at: Set(write.at),
+    };
+    let conflict =
+        OnConflict::columns([record::Column::Owner, record::Column::Key]).do_nothing().to_owned();
+    let inserted = record::Entity::insert(placeholder)
+        .on_conflict(conflict)
+        .exec_without_returning(txn)
+        .await?;
+    if inserted > 0 {
+        return Ok(None);
+    }
+    let row = of_key(write)
+        .one(txn)
+        .await?
+        .ok_or_else(|| DbErr::Custom("a claimed key has no record".to_owned()))?;
+    to_record(row).map(Some).map_err(|e| in_write(&e))
+}
+
+/// In `txn`: fills the claimed record of `write` in with `response`.
+async fn fill(
+    txn: &DatabaseTransaction,
+    write: &IdempotentWrite,
+    response: StoredResponse,
+) -> Result<(), DbErr> {
+    record::Entity::update_many()
+        .col_expr(record::Column::Status, Expr::value(i32::from(response.status)))
+        .col_expr(record::Column::Body, Expr::value(response.body))
+        .col_expr(record::Column::Location, Expr::value(response.location))
+        .filter(record::Column::Owner.eq(write.owner.as_str()))
+        .filter(record::Column::Key.eq(write.key.as_str()))
+        .exec(txn)
+        .await
+        .map(drop)
+}
+
+async fn create_pet(
+    txn: &DatabaseTransaction,
+    write: IdempotentWrite,
+    pet: NewPet,
+    render: RenderPet,
+) -> Result<Idempotent<Pet>, DbErr> {
+    if let Some(record) = claim(txn, &write).await? {
+        return Ok(Idempotent::Before(record));
+    }
+    let pet = super::pets::insert(txn, pet).await?;
+    fill(txn, &write, render(&pet)).await?;
+    Ok(Idempotent::Done(pet))
+}
+
+async fn place_order(
+    txn: &DatabaseTransaction,
+    write: IdempotentWrite,
+    order: NewOrder,
+    render: RenderOrder,
+) -> Result<Idempotent<Result<Order, PlaceOrderError>>, DbErr> {
+    if let Some(record) = claim(txn, &write).await? {
+        return Ok(Idempotent::Before(record));
+    }
+    let placed = super::orders::place(txn, order).await?;
+    match render(&placed) {
+        Some(response) => fill(txn, &write, response).await?,
+        // Not an outcome to store: the key is free again.
+        None => {
+            record::Entity::delete_many()
+                .filter(record::Column::Owner.eq(write.owner.as_str()))
+                .filter(record::Column::Key.eq(write.key.as_str()))
+                .exec(txn)
+                .await?;
+        }
+    }
+    Ok(Idempotent::Done(placed))
+}
+
+#[async_trait]
+impl IdempotencyStore for SeaOrmIdempotencyStore {
+    async fn find(
+        &self,
+        owner: &KeyId,
+        key: &IdempotencyKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<IdempotencyRecord>, RepositoryError> {
+        let query = record::Entity::find()
+            .filter(record::Column::Owner.eq(owner.as_str()))
+            .filter(record::Column::Key.eq(key.as_str()));
+        let row = self.reads.run(query.one(&self.readers)).await?;
+        let record = row.map(to_record).transpose()?;
+        Ok(record.filter(|record| !record.is_expired(now)))
+    }
+
+    async fn create_pet(
+        &self,
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+    ) -> Result<Idempotent<Pet>, RepositoryError> {
+        self.writer.write(move |txn| Box::pin(create_pet(txn, write, pet, render))).await
+    }
+
+    async fn place_order(
+        &self,
+        write: IdempotentWrite,
+        order: NewOrder,
+        render: RenderOrder,
+    ) -> Result<Idempotent<Result<Order, PlaceOrderError>>, RepositoryError> {
+        self.writer.write(move |txn| Box::pin(place_order(txn, write, order, render))).await
+    }
+
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        let limit = u64::try_from(batch).unwrap_or(u64::MAX);
+        self.writer
+            .write(move |txn| {
+                Box::pin(async move {
+                    let oldest = Query::select()
+                        .columns([record::Column::Owner, record::Column::Key])
+                        .from(record::Entity)
+                        .and_where(record::Column::CreatedAt.lt(before))
+                        .order_by(record::Column::CreatedAt, sea_orm::Order::Asc)
+                        .limit(limit)
+                        .to_owned();
+                    let done = record::Entity::delete_many()
+                        .filter(
+                            Expr::tuple([
+                                Expr::col(record::Column::Owner),
+                                Expr::col(record::Column::Key),
+                            ])
+                            .in_subquery(oldest),
+                        )
+                        .exec(txn)
+                        .await?;
+                    Ok(usize::try_from(done.rows_affected).unwrap_or(usize::MAX))
+                })
+            })
+            .await
+    }
+}
