@@ -125,6 +125,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .at(probes::PATHS[1], get(probes::readyz))
         .at(telemetry::PATH, get(telemetry::serve_metrics))
         .nest("/v1", v1)
+        .around(middleware::idempotent_retries)
         .around(middleware::body_limit)
         .catch_all_error(|err| async move { middleware::error_response(err) })
         .around(middleware::allow_header)

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::{Clock, KeyService, OrderService, PetService, RateLimiter};
+use animal_store_domain::{Clock, KeyService, OrderService, PetService, RateLimiter, RetryService};
 
 use crate::client_address::ClientAddressing;
 use crate::probes::Readiness;
@@ -16,6 +16,8 @@ pub struct AppState {
     pub pets: PetService,
     /// Orders, each visible to its owner only.
     pub orders: OrderService,
+    /// Idempotent retries of `createPet` and `placeOrder`.
+    pub retries: RetryService,
     /// API keys: authentication.
     pub keys: KeyService,
     /// The time, for sunsets.

@@ -93,10 +93,10 @@ fn redact(url: &str) -> String {
 
 /// The services of `serve` over `stores`.
 async fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppState> {
-    let wiring = stores
-        .health_checks()
-        .into_iter()
-        .fold(Wiring::new(stores.pets(), stores.orders(), stores.keys()), Wiring::health_check);
+    let wiring = stores.health_checks().into_iter().fold(
+        Wiring::new(stores.pets(), stores.orders(), stores.idempotency(), stores.keys()),
+        Wiring::health_check,
+    );
     let wiring = if args.metrics {
         wiring.metrics(PrometheusExporter::install(stores.pool_metrics())?)
     } else {
@@ -154,6 +154,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
         }
         let readiness = state.readiness.clone();
+        let sweeper = tokio::spawn(sweep_retries(state.retries.clone()));
         // Built before the ready file is written: ready means ready to answer.
         let app = animal_store_api::app(state);
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
@@ -164,9 +165,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             write_ready_file(path, address, &keys)
                 .with_context(|| format!("cannot write the ready file {}", path.display()))?;
         }
-        anyhow::Ok((app, readiness, server, address))
+        anyhow::Ok((app, readiness, server, address, sweeper))
     };
-    let (app, readiness, server, address) = match started.await {
+    let (app, readiness, server, address, sweeper) = match started.await {
         Ok(started) => started,
         Err(err) => {
             stores.close().await;
@@ -185,6 +186,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         }
     };
     server.run(app, stopping, Duration::from_secs(args.shutdown_grace)).await;
+    sweeper.abort();
     tracing::info!("stopped accepting requests; closing the database");
     // Bounded: a request still stuck on the database must not keep the process alive.
     if tokio::time::timeout(CLOSE_TIMEOUT, stores.close()).await.is_err() {
@@ -192,6 +194,25 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     }
     tracing::info!("shut down");
     Ok(())
+}
+
+/// How often the idempotency records older than their retention are removed.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
+/// How many records one sweep transaction removes at most: a short write, so that the
+/// writes queued meanwhile wait little.
+const SWEEP_BATCH: usize = 500;
+
+/// Removes expired idempotency records now and then every [`SWEEP_INTERVAL`], until aborted.
+async fn sweep_retries(retries: animal_store_domain::RetryService) {
+    let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
+    loop {
+        ticks.tick().await;
+        match retries.sweep(SWEEP_BATCH).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed expired idempotency records"),
+            Err(err) => tracing::warn!(error = %err, "removing expired idempotency records failed"),
+        }
+    }
 }
 
 /// The checks `serve` makes of its settings before it opens anything, for `config`.

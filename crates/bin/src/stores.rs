@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{ApiKeyStore, HealthCheck, OrderRepository, PetRepository};
+use animal_store_domain::{
+    ApiKeyStore, HealthCheck, IdempotencyStore, OrderRepository, PetRepository,
+};
 use animal_store_infra::faults::{Faults, FaultyPetRepository, Injector};
 use animal_store_infra::{
-    Database, DatabaseOptions, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository,
-    PoolMetrics,
+    Database, DatabaseOptions, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
+    MemoryPetRepository, PoolMetrics,
 };
 use anyhow::Context;
 
@@ -22,6 +24,8 @@ pub enum Stores {
         faults: Option<Arc<Injector>>,
         /// Orders, beside `pets`.
         orders: Arc<MemoryOrderRepository>,
+        /// Idempotency records, beside both.
+        idempotency: Arc<MemoryIdempotencyStore>,
         /// Keys.
         keys: Arc<MemoryApiKeyStore>,
     },
@@ -37,7 +41,8 @@ impl Stores {
             let (pets, keys) =
                 (Arc::new(MemoryPetRepository::new()), Arc::new(MemoryApiKeyStore::new()));
             let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
-            return Ok(Self::Memory { pets, faults, orders, keys });
+            let idempotency = Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone()));
+            return Ok(Self::Memory { pets, faults, orders, idempotency, keys });
         }
         let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
         let db = Database::connect_with(cli.database_url.expose(), options)
@@ -69,6 +74,14 @@ impl Stores {
         match self {
             Self::Memory { orders, .. } => orders.clone(),
             Self::Sql(db) => Arc::new(db.orders()),
+        }
+    }
+
+    /// The idempotency records, beside the pets and orders.
+    pub fn idempotency(&self) -> Arc<dyn IdempotencyStore> {
+        match self {
+            Self::Memory { idempotency, .. } => idempotency.clone(),
+            Self::Sql(db) => Arc::new(db.idempotency()),
         }
     }
 

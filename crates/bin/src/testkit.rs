@@ -23,10 +23,12 @@ use std::time::Duration;
 use animal_store_api::server::{Limits, Server};
 use animal_store_api::{AppState, app};
 use animal_store_domain::{
-    ApiKeyStore, OrderRepository, PetRepository, Plan, RateLimitPolicy, RateLimiter,
+    ApiKeyStore, IdempotencyStore, OrderRepository, PetRepository, Plan, RateLimitPolicy,
+    RateLimiter,
 };
 use animal_store_infra::{
-    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository,
+    ManualClock, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
+    MemoryPetRepository,
 };
 use poem::Response;
 use poem::endpoint::BoxEndpoint;
@@ -43,6 +45,7 @@ pub const START: u64 = 1_795_305_600;
 pub struct TestKit {
     pets: Arc<dyn PetRepository>,
     orders: Arc<dyn OrderRepository>,
+    idempotency: Arc<dyn IdempotencyStore>,
     keys: Arc<dyn ApiKeyStore>,
     limiter: Option<Arc<dyn RateLimiter>>,
     policy: RateLimitPolicy,
@@ -60,8 +63,10 @@ impl TestKit {
     /// [`START`].
     pub fn new() -> Self {
         let pets = Arc::new(MemoryPetRepository::new());
+        let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
         Self {
-            orders: Arc::new(MemoryOrderRepository::new(pets.clone())),
+            idempotency: Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone())),
+            orders,
             pets,
             keys: Arc::new(MemoryApiKeyStore::new()),
             limiter: None,
@@ -83,6 +88,14 @@ impl TestKit {
     #[must_use]
     pub fn with_orders(mut self, orders: Arc<dyn OrderRepository>) -> Self {
         self.orders = orders;
+        self
+    }
+
+    /// Idempotency records in `idempotency`, kept beside the pets and orders given to
+    /// [`TestKit::with_pets`] and [`TestKit::with_orders`].
+    #[must_use]
+    pub fn with_idempotency(mut self, idempotency: Arc<dyn IdempotencyStore>) -> Self {
+        self.idempotency = idempotency;
         self
     }
 
@@ -114,9 +127,10 @@ impl TestKit {
 
     /// The app, wired by [`Wiring`] as `serve` wires it.
     pub fn build(self) -> TestApp {
-        let Self { pets, orders, keys, limiter, policy, clock } = self;
-        let mut wiring =
-            Wiring::new(pets, orders, keys).clock(Arc::new(clock.clone())).policy(policy);
+        let Self { pets, orders, idempotency, keys, limiter, policy, clock } = self;
+        let mut wiring = Wiring::new(pets, orders, idempotency, keys)
+            .clock(Arc::new(clock.clone()))
+            .policy(policy);
         if let Some(limiter) = limiter {
             wiring = wiring.rate_limiter_adapter(limiter);
         }

@@ -14,8 +14,8 @@ use animal_store_api::probes::Readiness;
 use animal_store_api::telemetry::SharedExporter;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{
-    ApiKeyStore, Clock, Environment, HealthCheck, KeyService, OrderRepository, OrderService,
-    PetRepository, PetService, RateLimitPolicy, RateLimiter,
+    ApiKeyStore, Clock, Environment, HealthCheck, IdempotencyStore, KeyService, OrderRepository,
+    OrderService, PetRepository, PetService, RateLimitPolicy, RateLimiter, RetryService,
 };
 use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
 
@@ -27,6 +27,7 @@ pub use crate::cli::RateLimiterKind;
 pub struct Wiring {
     pets: Arc<dyn PetRepository>,
     orders: Arc<dyn OrderRepository>,
+    idempotency: Arc<dyn IdempotencyStore>,
     keys: Arc<dyn ApiKeyStore>,
     clock: Arc<dyn Clock>,
     policy: RateLimitPolicy,
@@ -50,15 +51,18 @@ impl Wiring {
     pub const DEFAULT_LIMITER_CAPACITY: u64 = 2_000_000;
 
     /// The service over these stores, with the defaults above. `orders` must keep its
-    /// orders beside `pets`: placing an order changes its pet's status.
+    /// orders beside `pets` (placing an order changes its pet's status), and `idempotency`
+    /// its records beside both (a record commits with the pet or order it records).
     pub fn new(
         pets: Arc<dyn PetRepository>,
         orders: Arc<dyn OrderRepository>,
+        idempotency: Arc<dyn IdempotencyStore>,
         keys: Arc<dyn ApiKeyStore>,
     ) -> Self {
         Self {
             pets,
             orders,
+            idempotency,
             keys,
             clock: Arc::new(SystemClock),
             policy: RateLimitPolicy::default(),
@@ -136,6 +140,7 @@ impl Wiring {
         let Self {
             pets,
             orders,
+            idempotency,
             keys,
             clock,
             policy,
@@ -159,6 +164,7 @@ impl Wiring {
         AppState {
             pets: PetService::new(pets),
             orders: OrderService::new(orders, clock.clone()),
+            retries: RetryService::new(idempotency, clock.clone()),
             keys: KeyService::new(keys, clock.clone(), environment),
             limiter,
             clock,

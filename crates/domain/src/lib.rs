@@ -7,7 +7,8 @@
 //!   contract lives in exactly one constructor, so an invalid value cannot exist.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest.
-//! - [`idempotency`]: idempotency keys and the outcomes stored for retries.
+//! - [`idempotency`]: idempotency keys and the outcomes stored for retries; [`retries`]: the
+//!   use case that decides whether a keyed request runs, replays or is refused.
 //! - [`order`]: orders, their statuses and the moves between them; [`orders`]: the order
 //!   use cases.
 //! - [`limit`]: rate-limit windows and the decision to admit a request, as pure functions,
@@ -28,6 +29,7 @@ pub mod pet;
 pub mod plan;
 pub mod ports;
 pub mod rate_limit;
+pub mod retries;
 pub mod service;
 
 pub use api_key::{
@@ -57,4 +59,5 @@ pub use rate_limit::{
     Decision, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,
     StoreFallback, Subject, Verdict, WindowUsage,
 };
+pub use retries::{Begun, Claim, RetryRefusal, RetryService};
 pub use service::{GetPetError, PetPage, PetQuery, PetService};

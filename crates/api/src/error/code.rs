@@ -20,12 +20,16 @@ pub enum ErrorCode {
     /// 409: the request conflicts with the resource's state (an animal already reserved, an
     /// order move the rules do not allow); the message says which.
     Conflict,
+    /// 409: a request with the same `Idempotency-Key` is still being processed.
+    IdempotencyInProgress,
     /// 410: the operation is past its sunset.
     Gone,
     /// 413: the body is larger than 16 KiB.
     PayloadTooLarge,
     /// 415: the body is not `application/json`.
     UnsupportedMediaType,
+    /// 422: the `Idempotency-Key` was used with another request (method, path or body).
+    IdempotencyKeyReused,
     /// 429: the key or address is over its limit.
     RateLimited,
     /// 429: the key is temporarily suspended for calling on after being limited.
@@ -44,7 +48,8 @@ impl ErrorCode {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict => StatusCode::CONFLICT,
+            Self::Conflict | Self::IdempotencyInProgress => StatusCode::CONFLICT,
+            Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Gone => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

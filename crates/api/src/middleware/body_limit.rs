@@ -20,6 +20,10 @@ fn is_json(req: &Request) -> bool {
     })
 }
 
+/// The body as the client sent it, once it is known to fit.
+#[derive(Debug, Clone)]
+pub struct RawBody(pub bytes::Bytes);
+
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
@@ -40,6 +44,8 @@ pub async fn body_limit<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
             if let Some(key) = is_json(&req).then(|| repeated_json_key(&bytes)).flatten() {
                 req.extensions_mut().insert(RepeatedJsonKey(key));
             }
+            // For the fingerprint of a keyed retry (`idempotent_retries`).
+            req.extensions_mut().insert(RawBody(bytes.clone()));
             req.set_body(bytes);
         }
         Err(ReadBodyError::PayloadTooLarge) => {

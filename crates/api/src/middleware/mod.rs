@@ -1,5 +1,8 @@
 //! The layers around the operations, innermost first:
 //!
+//! 0. [`idempotent_retries`]: decides a keyed `createPet` or `placeOrder` before it runs:
+//!    replays the stored response of its key, refuses a reused or running key, or lets it
+//!    run holding the key.
 //! 1. [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!    `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
 //!    a key twice, for the operation to refuse.
@@ -42,6 +45,7 @@ mod lifecycle;
 mod measure;
 mod nosniff;
 mod panic;
+mod retries;
 mod timeout;
 mod trace;
 
@@ -56,6 +60,7 @@ pub use lifecycle::{API_STABILITY, lifecycle_headers};
 pub use measure::record_metrics;
 pub use nosniff::nosniff;
 pub use panic::panic_response;
+pub use retries::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, KeyedWrite, idempotent_retries};
 pub use timeout::request_timeout;
 pub use trace::trace_request;
 

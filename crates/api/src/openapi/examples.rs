@@ -80,6 +80,10 @@ fn error_example(operation: &str, status: u16) -> Value {
         (404, "getOrder" | "updateOrder") => (ErrorCode::NotFound, "no order has id 99"),
         (404, _) => (ErrorCode::NotFound, "no animal has id 99"),
         (409, "placeOrder") => (ErrorCode::Conflict, "animal 1 is pending, not available"),
+        (409, "createPet") => (
+            ErrorCode::IdempotencyInProgress,
+            "a request with this Idempotency-Key is still being processed; retry later",
+        ),
         (409, _) => (ErrorCode::Conflict, "an order cannot move from placed to delivered"),
         (410, _) => {
             (ErrorCode::Gone, "getPet was removed on 5 December 2030; use GET /v1/pets instead")
@@ -90,6 +94,10 @@ fn error_example(operation: &str, status: u16) -> Value {
         (415, _) => (
             ErrorCode::UnsupportedMediaType,
             "the body must be application/json; send a Content-Type header",
+        ),
+        (422, "createPet") => (
+            ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was used with another request: use a new key for a new request",
         ),
         (422, _) => (ErrorCode::ValidationFailed, "petId: no animal has id 99"),
         (429, _) => (

@@ -48,6 +48,7 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
         Value::Null
     });
     for operation in operations(&mut document) {
+        let operation_id = operation["operationId"].as_str().unwrap_or_default().to_owned();
         let summary = operation["summary"].as_str().unwrap_or_default();
         let stability = Stability::of_summary(summary).0;
         operation["x-stability"] = json!(stability.as_str());
@@ -55,6 +56,15 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
         for response in responses(operation) {
             canonical_header_names(response);
             add_rate_limit_headers(response);
+            if matches!(operation_id.as_str(), "createPet" | "placeOrder") {
+                response["headers"]["Idempotent-Replayed"] = json!({
+                    "description": "`true` on a response sent again to a retry with the same \
+                                    `Idempotency-Key`; absent otherwise.",
+                    "required": false,
+                    "schema": {"type": "string", "enum": ["true"]},
+                    "example": "true",
+                });
+            }
             if stability != Stability::Stable {
                 header(
                     response,

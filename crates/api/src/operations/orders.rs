@@ -2,13 +2,14 @@
 //! `placeOrder`, `listOrders` and `getOrder` are experimental, `updateOrder` beta.
 
 use animal_store_domain::{
-    GetOrderError, OrderId, OrderQuery, OrderStatus, PageSize, PlaceOrderError, UpdateOrderError,
-    excerpt,
+    GetOrderError, Order, OrderId, OrderQuery, OrderStatus, PageSize, PlaceOrderError,
+    StoredResponse, UpdateOrderError, excerpt,
 };
 use poem::http::StatusCode;
 use poem::web::Data;
-use poem_openapi::param::{Path, Query};
+use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::types::ToJSON as _;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
 
 use crate::auth::BearerKey;
@@ -18,6 +19,7 @@ use crate::dto::field::ParseContext;
 use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
 use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
+use crate::middleware::KeyedWrite;
 use crate::state::AppState;
 
 #[derive(Tags)]
@@ -73,17 +75,26 @@ impl ErrorSet for PlaceOrderErrors {
         (
             ErrorCode::ValidationFailed,
             "`petId` missing or not an integer (`validation_failed`), or the body is not a \
-             JSON object (`invalid_request`).",
+             JSON object, or a malformed `Idempotency-Key` (`invalid_request`).",
         ),
         UNAUTHORIZED,
-        (ErrorCode::Conflict, "The animal is not `available`: reserved by an order, or sold."),
+        (
+            ErrorCode::Conflict,
+            "The animal is not `available`: reserved by an order, or sold (`conflict`); or a \
+             request with the same `Idempotency-Key` is still being processed \
+             (`idempotency_in_progress`).",
+        ),
         (ErrorCode::PayloadTooLarge, "The body is larger than 16 KiB."),
         (ErrorCode::UnsupportedMediaType, "The body is not `application/json`."),
         INTERNAL,
         UNAVAILABLE,
     ];
-    const OTHER_STATUSES: &'static [(ErrorCode, u16, &'static str)] =
-        &[(ErrorCode::ValidationFailed, 422, "No animal has this `petId`.")];
+    const OTHER_STATUSES: &'static [(ErrorCode, u16, &'static str)] = &[(
+        ErrorCode::ValidationFailed,
+        422,
+        "No animal has this `petId` (`validation_failed`); or the `Idempotency-Key` was used \
+             with another request (`idempotency_key_reused`).",
+    )];
 }
 
 struct ListOrdersErrors;
@@ -141,13 +152,25 @@ impl OrdersApi {
         key: BearerKey,
         state: Data<&AppState>,
         body: Json<NewOrderBody>,
+        /// Makes the request safe to retry: a key of your choosing, 1 to 255 visible ASCII
+        /// characters, or the same as a quoted string. A retry with the same key and the same
+        /// body within 24 hours gets the first response again (the order, or its refusal),
+        /// marked `Idempotent-Replayed: true`, and places nothing.
+        #[oai(name = "Idempotency-Key")]
+        _idempotency_key: Header<Option<String>>,
         request: &poem::Request,
     ) -> Result<PlaceOrderOk, OperationError<PlaceOrderErrors>> {
         RepeatedJsonKey::refuse(request)?;
         let context = ParseContext { now: state.clock.now() };
         let pet = body.0.into_inner()?.into_pet_id(&context)?;
-        let order = state.orders.place(&key.0.lineage, pet).await?;
-        let location = format!("/v1/store/orders/{}", order.id);
+        let order = match request.extensions().get::<KeyedWrite>() {
+            // The outcome, a refusal of the rules included, is stored for retries with the key.
+            Some(KeyedWrite(claim)) => {
+                state.retries.place_order(claim, pet, Box::new(placed_response)).await??
+            }
+            None => state.orders.place(&key.0.lineage, pet).await?,
+        };
+        let location = location(&order);
         Ok(PlaceOrderOk::Created(Json(order.into()), location))
     }
 
@@ -229,6 +252,48 @@ impl OrdersApi {
     }
 }
 
+/// The address of an order.
+fn location(order: &Order) -> String {
+    format!("/v1/store/orders/{}", order.id)
+}
+
+/// The response of `placeOrder` for its outcome, as a retry with its key gets it again: the
+/// order, or the refusal of the rules; nothing for a store failure, which a retry runs again.
+fn placed_response(placed: &Result<Order, PlaceOrderError>) -> Option<StoredResponse> {
+    match placed {
+        Ok(order) => {
+            let body = OrderBody::from(order.clone()).to_json().unwrap_or_default();
+            Some(StoredResponse {
+                status: 201,
+                body: body.to_string(),
+                location: Some(location(order)),
+            })
+        }
+        Err(PlaceOrderError::Repository(_)) => None,
+        Err(refused) => {
+            let error = refusal(refused)?;
+            let body = error.body();
+            let status = u16::try_from(body.status).unwrap_or(500);
+            let body = body.to_json().unwrap_or_default().to_string();
+            Some(StoredResponse { status, body, location: None })
+        }
+    }
+}
+
+/// The error of a refusal of the rules.
+fn refusal(refused: &PlaceOrderError) -> Option<ApiError> {
+    match refused {
+        PlaceOrderError::NoSuchPet(id) => Some(
+            ApiError::validation_failed(format!("petId: no animal has id {id}"))
+                .with_status(StatusCode::UNPROCESSABLE_ENTITY),
+        ),
+        PlaceOrderError::PetNotAvailable { .. } => {
+            Some(ApiError::new(ErrorCode::Conflict, refused.to_string().replace("pet ", "animal ")))
+        }
+        PlaceOrderError::Repository(_) => None,
+    }
+}
+
 fn parse_order_id(raw: &str) -> Result<OrderId, ApiError> {
     raw.parse::<i64>().map(OrderId::new).map_err(|_| {
         ApiError::invalid_request(format!(
@@ -250,14 +315,8 @@ fn next_link(query: &OrderQuery, after: OrderId) -> String {
 impl From<PlaceOrderError> for ApiError {
     fn from(err: PlaceOrderError) -> Self {
         match err {
-            PlaceOrderError::NoSuchPet(id) => {
-                Self::validation_failed(format!("petId: no animal has id {id}"))
-                    .with_status(StatusCode::UNPROCESSABLE_ENTITY)
-            }
-            refused @ PlaceOrderError::PetNotAvailable { .. } => {
-                Self::new(ErrorCode::Conflict, refused.to_string().replace("pet ", "animal "))
-            }
             PlaceOrderError::Repository(err) => err.into(),
+            refused => refusal(&refused).unwrap_or_else(Self::internal),
         }
     }
 }

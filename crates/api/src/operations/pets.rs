@@ -1,8 +1,9 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{PageSize, PetId, PetQuery, PetStatus, excerpt};
+use animal_store_domain::{PageSize, Pet, PetId, PetQuery, PetStatus, StoredResponse, excerpt};
 use poem::web::Data;
-use poem_openapi::param::{Path, Query};
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::types::ToJSON as _;
 
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use poem_openapi::payload::Json;
@@ -15,6 +16,7 @@ use crate::dto::field::ParseContext;
 use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
+use crate::middleware::KeyedWrite;
 use crate::state::AppState;
 
 #[derive(Tags)]
@@ -76,11 +78,20 @@ impl ErrorSet for CreatePetErrors {
         (
             ErrorCode::ValidationFailed,
             "Body missing required fields or containing invalid values (`validation_failed`, the \
-             message names every field), or not JSON at all (`invalid_request`).",
+             message names every field), or not JSON at all, or a malformed `Idempotency-Key` \
+             (`invalid_request`).",
         ),
         (ErrorCode::Unauthorized, "Missing or invalid API key."),
+        (
+            ErrorCode::IdempotencyInProgress,
+            "A request with the same `Idempotency-Key` is still being processed; retry later.",
+        ),
         (ErrorCode::PayloadTooLarge, "The body is larger than 16 KiB."),
         (ErrorCode::UnsupportedMediaType, "The body is not `application/json`."),
+        (
+            ErrorCode::IdempotencyKeyReused,
+            "The `Idempotency-Key` was used with another request (method, path or body).",
+        ),
         (ErrorCode::InternalError, "The server failed."),
         (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable."),
     ];
@@ -151,12 +162,25 @@ impl PetsApi {
         _key: BearerKey,
         state: Data<&AppState>,
         body: Json<NewPetBody>,
+        /// Makes the request safe to retry: a key of your choosing (a UUID, say), 1 to 255
+        /// visible ASCII characters, or the same as a quoted string. A retry with the same key
+        /// and the same body within 24 hours gets the first response again, marked
+        /// `Idempotent-Replayed: true`, and adds nothing.
+        #[oai(name = "Idempotency-Key")]
+        _idempotency_key: Header<Option<String>>,
         request: &poem::Request,
     ) -> Result<CreatePetOk, OperationError<CreatePetErrors>> {
         RepeatedJsonKey::refuse(request)?;
         let context = ParseContext { now: state.clock.now() };
-        let pet = state.pets.add(body.0.into_inner()?.into_new_pet(&context)?).await?;
-        let location = format!("/v1/pets/{}", pet.id);
+        let new_pet = body.0.into_inner()?.into_new_pet(&context)?;
+        let pet = match request.extensions().get::<KeyedWrite>() {
+            // Stored with the outcome a retry with the same key gets again.
+            Some(KeyedWrite(claim)) => {
+                state.retries.create_pet(claim, new_pet, Box::new(created_response)).await?
+            }
+            None => state.pets.add(new_pet).await?,
+        };
+        let location = location(&pet);
         Ok(CreatePetOk::Created(Json(pet.into()), location))
     }
 
@@ -190,6 +214,17 @@ impl PetsApi {
         let pet = state.pets.get(PetId::new(id)).await?;
         Ok(GetPetOk::Ok(Json(pet.into())))
     }
+}
+
+/// The address of a pet.
+fn location(pet: &Pet) -> String {
+    format!("/v1/pets/{}", pet.id)
+}
+
+/// The response of `createPet` for `pet`, as a retry with its key gets it again.
+fn created_response(pet: &Pet) -> StoredResponse {
+    let body = PetBody::from(pet.clone()).to_json().unwrap_or_default();
+    StoredResponse { status: 201, body: body.to_string(), location: Some(location(pet)) }
 }
 
 fn next_link(query: &PetQuery, after: PetId) -> String {

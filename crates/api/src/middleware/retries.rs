@@ -1,0 +1,159 @@
+//! Layer 0, next to the operations: idempotent retries of `createPet` and `placeOrder`
+//! (`docs/api.md#idempotent-retries`).
+//!
+//! A request to one of them with an authenticated key and an `Idempotency-Key` header is
+//! decided here before its operation runs: a malformed header is 400 `invalid_request`; a
+//! key whose request still runs is 409 `idempotency_in_progress`; a key used before with the
+//! same method, path and body is answered with the stored response and
+//! `Idempotent-Replayed: true`, and with another request, 422 `idempotency_key_reused`.
+//! Otherwise the operation runs holding the key ([`KeyedWrite`] in the request), and stores
+//! its outcome with what it creates. The header is ignored on every other operation.
+
+use std::sync::Arc;
+
+use animal_store_domain::{Begun, Fingerprint, IdempotencyKey, RetryRefusal, StoredResponse};
+use poem::http::{HeaderName, HeaderValue, StatusCode, header};
+use poem::{Endpoint, IntoResponse, Request, Response};
+
+use super::body_limit::RawBody;
+use super::{respond, routes, state};
+use crate::auth::Authenticated;
+use crate::error::{ApiError, ErrorCode};
+
+/// The request header that carries the client's key.
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+/// The response header that marks a replay.
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// The operations that honour the header.
+const KEYED: [&str; 2] = ["createPet", "placeOrder"];
+
+/// The claim on its key a keyed request runs with; the operation stores its outcome under it.
+#[derive(Debug, Clone)]
+pub struct KeyedWrite(pub Arc<animal_store_domain::Claim>);
+
+/// Layer 0: decides keyed requests to `createPet` and `placeOrder` before they run.
+pub async fn idempotent_retries<E: Endpoint>(
+    ep: Arc<E>,
+    mut req: Request,
+) -> poem::Result<Response> {
+    let keyed = routes(&req).is_some_and(|routes| {
+        routes
+            .find(req.uri().path())
+            .and_then(|route| route.operation(req.method()))
+            .is_some_and(|operation| KEYED.contains(&operation))
+    });
+    let owner = req.extensions().get::<Authenticated>().map(|a| a.0.lineage.clone());
+    let (Some(owner), true, Some(state)) = (owner, keyed, state(&req)) else {
+        return Ok(respond(ep.as_ref(), req).await);
+    };
+    let key = match idempotency_key(req.headers()) {
+        Ok(Some(key)) => key,
+        Ok(None) => return Ok(respond(ep.as_ref(), req).await),
+        Err(err) => return Ok(err.into_response()),
+    };
+    let body = req.extensions().get::<RawBody>().map(|body| body.0.clone()).unwrap_or_default();
+    let fingerprint = Fingerprint::of(req.method().as_str(), req.uri().path(), &body);
+    match state.retries.begin(&owner, key, fingerprint).await {
+        Ok(Begun::Replay(stored)) => Ok(replay(stored)),
+        Ok(Begun::Fresh(claim)) => {
+            req.extensions_mut().insert(KeyedWrite(Arc::new(claim)));
+            Ok(respond(ep.as_ref(), req).await)
+        }
+        Err(refusal) => Ok(ApiError::from(refusal).into_response()),
+    }
+}
+
+/// The request's key: none without the header, the error that names it when it is sent
+/// twice or is not a key. The IETF draft's structured-string form (`"..."`) is accepted.
+fn idempotency_key(headers: &poem::http::HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+    let Some(value) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(ApiError::invalid_request("Idempotency-Key must be sent once"));
+    }
+    let invalid = |reason: String| ApiError::invalid_request(reason);
+    let text = value.to_str().map_err(|_| {
+        invalid("Idempotency-Key must hold visible ASCII characters only (no spaces or control characters)".to_owned())
+    })?;
+    let text = match text.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
+        Some(quoted) => unquote(quoted)
+            .ok_or_else(|| invalid("Idempotency-Key is a malformed quoted string".to_owned()))?,
+        None => text.to_owned(),
+    };
+    IdempotencyKey::new(&text).map(Some).map_err(|e| invalid(e.to_string()))
+}
+
+/// The content of a structured-field string (RFC 8941): `\"` and `\\` are its only escapes,
+/// and a bare `"` may not appear.
+fn unquote(quoted: &str) -> Option<String> {
+    let mut text = String::with_capacity(quoted.len());
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('"' | '\\')) => text.push(escaped),
+                _ => return None,
+            },
+            '"' => return None,
+            c => text.push(c),
+        }
+    }
+    Some(text)
+}
+
+/// The stored response, marked as a replay.
+fn replay(stored: StoredResponse) -> Response {
+    let StoredResponse { status, body, location } = stored;
+    let mut response = Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .content_type("application/json; charset=utf-8")
+        .header(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"))
+        .body(body);
+    if let Some(location) = location.and_then(|l| HeaderValue::try_from(l).ok()) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
+impl From<RetryRefusal> for ApiError {
+    fn from(refusal: RetryRefusal) -> Self {
+        match refusal {
+            RetryRefusal::InProgress => {
+                Self::new(ErrorCode::IdempotencyInProgress, refusal.to_string())
+            }
+            RetryRefusal::KeyReused => {
+                Self::new(ErrorCode::IdempotencyKeyReused, refusal.to_string())
+            }
+            RetryRefusal::Repository(err) => err.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use poem::http::HeaderMap;
+
+    fn key(values: &[&'static str]) -> Result<Option<String>, String> {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(IDEMPOTENCY_KEY, HeaderValue::from_static(value));
+        }
+        idempotency_key(&headers)
+            .map(|k| k.map(|k| k.as_str().to_owned()))
+            .map_err(|e| e.body().message)
+    }
+
+    #[test]
+    fn the_header_is_a_key_plain_or_quoted_sent_once() {
+        assert_eq!(key(&[]), Ok(None));
+        assert_eq!(key(&["8e03978e-40d5"]), Ok(Some("8e03978e-40d5".to_owned())));
+        assert_eq!(key(&["\"8e03978e-40d5\""]), Ok(Some("8e03978e-40d5".to_owned())));
+        assert_eq!(key(&[r#""a\"b""#]), Ok(Some("a\"b".to_owned())));
+        assert_eq!(key(&["a", "b"]), Err("Idempotency-Key must be sent once".to_owned()));
+        for bad in ["", "\"\"", "a b", "\"a\"b\""] {
+            assert!(key(&[bad]).unwrap_err().starts_with("Idempotency-Key"), "{bad:?}");
+        }
+    }
+}

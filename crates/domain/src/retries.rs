@@ -1,0 +1,183 @@
+//! The idempotent-retry use case: before a keyed write runs, decide whether it runs, is
+//! answered from its key's record, or is refused (`docs/api.md#idempotent-retries`).
+//!
+//! Within a process, a key is claimed while its request runs, so that a second request with
+//! it gets "in progress" rather than waiting or running twice. Across processes the store
+//! itself decides: of concurrent writes with one key, one does the work (see
+//! [`IdempotencyStore`]).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use thiserror::Error;
+
+use crate::api_key::KeyId;
+use crate::idempotency::{
+    Fingerprint, IdempotencyKey, Idempotent, IdempotentWrite, RenderOrder, RenderPet,
+    StoredResponse,
+};
+use crate::order::{NewOrder, Order, PlaceOrderError};
+use crate::orders::to_the_second;
+use crate::pet::{NewPet, Pet, PetId};
+use crate::ports::{Clock, IdempotencyStore, RepositoryError};
+
+/// Why a keyed request does not run.
+#[derive(Debug, Error)]
+pub enum RetryRefusal {
+    /// Another request with the key is still running.
+    #[error("a request with this Idempotency-Key is still being processed; retry later")]
+    InProgress,
+    /// The key was used with another request.
+    #[error("this Idempotency-Key was used with another request: use a new key for a new request")]
+    KeyReused,
+    /// The store failed.
+    #[error(transparent)]
+    Repository(#[from] RepositoryError),
+}
+
+/// What a keyed request gets before it runs.
+#[derive(Debug)]
+pub enum Begun {
+    /// It runs, holding its key until the claim is dropped.
+    Fresh(Claim),
+    /// It is answered with the stored response of its key's first request.
+    Replay(StoredResponse),
+}
+
+/// A key held while its request runs; dropping it frees the key in this process.
+#[derive(Debug)]
+pub struct Claim {
+    write: IdempotentWrite,
+    running: Arc<Running>,
+}
+
+impl Claim {
+    /// The write the request does, keyed.
+    pub fn write(&self) -> &IdempotentWrite {
+        &self.write
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.running.release(&self.write.owner, &self.write.key);
+    }
+}
+
+/// The keys whose requests run in this process.
+#[derive(Debug, Default)]
+struct Running(Mutex<HashSet<(KeyId, IdempotencyKey)>>);
+
+impl Running {
+    fn claim(&self, owner: &KeyId, key: &IdempotencyKey) -> bool {
+        let mut running = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        running.insert((owner.clone(), key.clone()))
+    }
+
+    fn release(&self, owner: &KeyId, key: &IdempotencyKey) {
+        let mut running = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        running.remove(&(owner.clone(), key.clone()));
+    }
+}
+
+/// Idempotent retries of `createPet` and `placeOrder`.
+#[derive(Clone)]
+pub struct RetryService {
+    store: Arc<dyn IdempotencyStore>,
+    clock: Arc<dyn Clock>,
+    running: Arc<Running>,
+}
+
+impl RetryService {
+    /// Records kept in `store`, timed by `clock`.
+    pub fn new(store: Arc<dyn IdempotencyStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock, running: Arc::default() }
+    }
+
+    /// Decides on a request of `owner` with `key` and `fingerprint`.
+    ///
+    /// # Errors
+    ///
+    /// [`RetryRefusal`] when another request with the key runs, the key was used with
+    /// another request, or the store cannot be read.
+    pub async fn begin(
+        &self,
+        owner: &KeyId,
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+    ) -> Result<Begun, RetryRefusal> {
+        if !self.running.claim(owner, &key) {
+            return Err(RetryRefusal::InProgress);
+        }
+        let at = to_the_second(self.clock.now());
+        let claim = Claim {
+            write: IdempotentWrite { owner: owner.clone(), key, fingerprint, at },
+            running: Arc::clone(&self.running),
+        };
+        match self.store.find(owner, &claim.write.key, at).await? {
+            None => Ok(Begun::Fresh(claim)),
+            Some(record) => match record.replay(fingerprint) {
+                Ok(response) => Ok(Begun::Replay(response.clone())),
+                Err(_) => Err(RetryRefusal::KeyReused),
+            },
+        }
+    }
+
+    /// Adds `pet` under `claim`'s key, its response rendered by `render` and stored with it.
+    ///
+    /// # Errors
+    ///
+    /// [`RetryRefusal::InProgress`] when another process stored the key's record first;
+    /// [`RetryRefusal::Repository`] when the store fails (nothing is stored then).
+    pub async fn create_pet(
+        &self,
+        claim: &Claim,
+        pet: NewPet,
+        render: RenderPet,
+    ) -> Result<Pet, RetryRefusal> {
+        match self.store.create_pet(claim.write.clone(), pet, render).await? {
+            Idempotent::Done(pet) => Ok(pet),
+            Idempotent::Before(_) => Err(RetryRefusal::InProgress),
+        }
+    }
+
+    /// Places `pet`'s order for `claim`'s owner under its key; the outcome, refusals of the
+    /// rules included, is rendered by `render` and stored with it.
+    ///
+    /// # Errors
+    ///
+    /// As [`RetryService::create_pet`].
+    pub async fn place_order(
+        &self,
+        claim: &Claim,
+        pet: PetId,
+        render: RenderOrder,
+    ) -> Result<Result<Order, PlaceOrderError>, RetryRefusal> {
+        let order = NewOrder { pet_id: pet, owner: claim.write.owner.clone(), at: claim.write.at };
+        match self.store.place_order(claim.write.clone(), order, render).await? {
+            Idempotent::Done(placed) => Ok(placed),
+            Idempotent::Before(_) => Err(RetryRefusal::InProgress),
+        }
+    }
+
+    /// Removes the records older than the retention, a batch of at most `batch` at a time,
+    /// until none is left; returns how many it removed.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails; what was removed before stays removed.
+    pub async fn sweep(&self, batch: usize) -> Result<usize, RepositoryError> {
+        let retention =
+            chrono::Duration::from_std(crate::idempotency::RETENTION).unwrap_or_default();
+        let before = to_the_second(self.clock.now()) - retention;
+        let mut removed = 0;
+        loop {
+            let swept = self.store.sweep(before, batch).await?;
+            removed += swept;
+            // Each batch is a write of its own: the writes queued meanwhile go first.
+            if swept < batch {
+                return Ok(removed);
+            }
+        }
+    }
+}
