@@ -26,6 +26,7 @@ mod permissions;
 mod probes;
 mod rate_limit_inquiry;
 mod rate_limits;
+mod retries;
 mod secrets;
 mod shared_limits;
 mod stability;

@@ -76,8 +76,11 @@ fn idempotency_key(headers: &poem::http::HeaderMap) -> Result<Option<Idempotency
     let text = value.to_str().map_err(|_| {
         invalid("Idempotency-Key must hold visible ASCII characters only (no spaces or control characters)".to_owned())
     })?;
-    let text = match text.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
-        Some(quoted) => unquote(quoted)
+    // A value that opens a quote is a structured-field string, closed and escaped as such.
+    let text = match text.strip_prefix('"') {
+        Some(rest) => rest
+            .strip_suffix('"')
+            .and_then(unquote)
             .ok_or_else(|| invalid("Idempotency-Key is a malformed quoted string".to_owned()))?,
         None => text.to_owned(),
     };
@@ -152,7 +155,7 @@ mod tests {
         assert_eq!(key(&["\"8e03978e-40d5\""]), Ok(Some("8e03978e-40d5".to_owned())));
         assert_eq!(key(&[r#""a\"b""#]), Ok(Some("a\"b".to_owned())));
         assert_eq!(key(&["a", "b"]), Err("Idempotency-Key must be sent once".to_owned()));
-        for bad in ["", "\"\"", "a b", "\"a\"b\""] {
+        for bad in ["", "\"\"", "a b", "\"a\"b\"", "\"open", "\""] {
             assert!(key(&[bad]).unwrap_err().starts_with("Idempotency-Key"), "{bad:?}");
         }
     }
