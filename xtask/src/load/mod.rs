@@ -192,8 +192,10 @@ fn start_instance(
 }
 
 const LIST: &str = "/v1/pets?limit=20";
-const SCENARIOS: [&str; 6] =
-    ["first page", "filtered page", "deep page", "getPet", "90/10 mix", "createPet"];
+/// A durable add with a fresh `Idempotency-Key` per request.
+pub const KEYED_CREATE: &str = "keyed createPet";
+const SCENARIOS: [&str; 7] =
+    ["first page", "filtered page", "deep page", "getPet", "90/10 mix", "createPet", KEYED_CREATE];
 
 /// The path and the script of a scenario on an instance.
 fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>) {
@@ -209,6 +211,7 @@ fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>
         ),
         "getPet" => ("/".to_owned(), Some(&scripts.get_pet)),
         "90/10 mix" => ("/".to_owned(), Some(&scripts.mix)),
+        KEYED_CREATE => ("/v1/pets".to_owned(), Some(&scripts.keyed_create)),
         _ => ("/v1/pets".to_owned(), Some(&scripts.create)),
     }
 }

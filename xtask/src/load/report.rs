@@ -51,6 +51,25 @@ fn table(rows: &[Row]) -> String {
             row.rss_mib
         );
     }
+    // What a fresh Idempotency-Key per request costs a durable add.
+    let _ = writeln!(
+        table,
+        "\nKeyed createPet (a fresh Idempotency-Key per request) over createPet:\n"
+    );
+    for keyed in rows.iter().filter(|r| r.scenario == super::KEYED_CREATE) {
+        let plain = rows.iter().find(|r| {
+            r.pets == keyed.pets && r.backend == keyed.backend && r.scenario == "createPet"
+        });
+        if let Some(plain) = plain {
+            let _ = writeln!(
+                table,
+                "- {}, {} pets: {:.2}",
+                keyed.backend,
+                keyed.pets,
+                keyed.service.requests_per_second / plain.service.requests_per_second
+            );
+        }
+    }
     // P4: the cost of the page kinds at the largest table against the smallest.
     let sizes: Vec<u64> = rows.iter().map(|r| r.pets).collect();
     if let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max())

@@ -82,6 +82,7 @@ pub fn ensure() -> Result<()> {
 /// The Lua scripts of the scenarios, written into `dir`.
 pub struct Scripts {
     pub create: std::path::PathBuf,
+    pub keyed_create: std::path::PathBuf,
     pub get_pet: std::path::PathBuf,
     pub mix: std::path::PathBuf,
 }
@@ -96,6 +97,15 @@ impl Scripts {
             &create,
             format!(
                 "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.body = '{NEW_PET}'\n"
+            ),
+        )?;
+        // A fresh key per request: the run's start second and the thread's number, then a
+        // counter, so that no round replays another's keys.
+        let keyed_create = dir.join("keyed-create.lua");
+        std::fs::write(
+            &keyed_create,
+            format!(
+                "local threads = 0\nfunction setup(thread)\n  threads = threads + 1\n  thread:set(\"prefix\", os.time() .. \"-\" .. threads)\nend\nlocal n = 0\nrequest = function()\n  n = n + 1\n  local headers = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\", [\"Idempotency-Key\"] = prefix .. \"-\" .. n}}\n  return wrk.format(\"POST\", \"/v1/pets\", headers, '{NEW_PET}')\nend\n"
             ),
         )?;
         let get_pet = dir.join("get-pet.lua");
@@ -114,6 +124,6 @@ impl Scripts {
                 "local n = 0\nlocal get = {{[\"Authorization\"] = \"Bearer {key}\"}}\nlocal post = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\"}}\nrequest = function()\n  n = n + 1\n  if n % 10 == 0 then\n    return wrk.format(\"POST\", \"/v1/pets\", post, '{NEW_PET}')\n  end\n  return wrk.format(\"GET\", \"/v1/pets?limit=20\", get)\nend\n"
             ),
         )?;
-        Ok(Self { create, get_pet, mix })
+        Ok(Self { create, keyed_create, get_pet, mix })
     }
 }

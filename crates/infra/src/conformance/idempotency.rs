@@ -117,6 +117,7 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
 
     orders(stores).await;
     one_key_at_once(stores).await;
+    many_keys_at_once(stores).await;
     sweeping(stores).await;
 }
 
@@ -200,6 +201,56 @@ async fn one_key_at_once(stores: &IdempotencyStores<'_>) {
         "one does the work, the others find it: {outcomes:?}"
     );
     assert_eq!(count_pets(stores).await, before + 1, "one pet");
+}
+
+/// Concurrent writes with many keys, some of them twice and one used before: each key adds
+/// one pet, whose record answers it (stores that add a batch's pets together must keep each
+/// key to its own pet).
+async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
+    let used = write("ownere000000", "many-used", b"{}", 300);
+    let render = |pet: &animal_store_domain::Pet| created(pet.id.get());
+    records_of(stores, used.clone(), render).await;
+    let before = count_pets(stores).await;
+    let keys: Vec<String> =
+        (0..24).map(|i| format!("many-{}", i % 16)).chain(["many-used".to_owned()]).collect();
+    let attempts = keys.iter().map(|key| {
+        stores.records.create_pet(
+            write("ownere000000", key, b"{}", 301),
+            new_pet(&format!("Pet {key}"), 1, PetStatus::Available),
+            Box::new(render),
+        )
+    });
+    let outcomes = join_all(attempts).await;
+    let done: Vec<_> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Ok(Idempotent::Done(pet)) => Some(pet.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done.len(), 16, "one pet per new key: {outcomes:?}");
+    assert_eq!(count_pets(stores).await, before + 16);
+    for pet in &done {
+        let key = pet.name.as_str().trim_start_matches("Pet ");
+        let owner = KeyId::new("ownere000000").expect("a key id");
+        let record =
+            stores.records.find(&owner, &IdempotencyKey::new(key).expect("a key"), at(302)).await;
+        let record = record.expect("find").expect("each key has its record");
+        assert_eq!(record.response, created(pet.id.get()), "{key}: its record names its own pet");
+    }
+}
+
+async fn records_of(
+    stores: &IdempotencyStores<'_>,
+    write: IdempotentWrite,
+    render: impl FnOnce(&animal_store_domain::Pet) -> StoredResponse + Send + 'static,
+) {
+    let done = stores.records.create_pet(
+        write,
+        new_pet("Used", 1, PetStatus::Available),
+        Box::new(render),
+    );
+    assert!(matches!(done.await.expect("create"), Idempotent::Done(_)));
 }
 
 /// The sweep removes records created before its instant, at most a batch at a time.

@@ -7,25 +7,30 @@
 //! nothing, and the job returns the record instead of doing the work. On PostgreSQL, a second
 //! process claiming the same key waits on the first one's row until it commits, then finds
 //! the record: one of them does the work.
+//!
+//! On SQLite the writer merges keyed additions of pets into its batch: one query looks the
+//! batch's keys up, the pets whose key is free are added by the batch's one `INSERT`, and
+//! their records by one more ([`look_up_keys`], [`insert_records`]).
 
 use std::sync::Arc;
 
 use animal_store_domain::{
     Fingerprint, IdempotencyKey, IdempotencyRecord, IdempotencyStore, Idempotent, IdempotentWrite,
-    KeyId, NewOrder, NewPet, Order, Pet, PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
-    StoredResponse,
+    KeyId, NewOrder, NewPet, Order, Pet, PetId, PlaceOrderError, RenderOrder, RenderPet,
+    RepositoryError, StoredResponse,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait as _, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait, QueryFilter, Set,
+    ColumnTrait, Condition, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
+    QueryFilter, Set,
 };
 
 use super::corrupt;
 use super::entity::idempotency_key as record;
 use super::reachability::Reads;
-use super::writer::Writer;
+use super::writer::{Job, JobMisused, Reply, Writer, answer};
 
 /// Idempotency records in an SQL database. Cheap to clone: clones share the writer.
 #[derive(Clone)]
@@ -163,6 +168,147 @@ async fn place_order(
     Ok(Idempotent::Done(placed))
 }
 
+/// Adding a pet under an idempotency key: on its own, `create_pet` in the transaction; on
+/// SQLite, merged with the additions of its batch when its key is free (see
+/// [`look_up_keys`]).
+struct AddKeyedPet {
+    write: IdempotentWrite,
+    pet: Option<NewPet>,
+    render: Option<RenderPet>,
+    alone: bool,
+    record: Option<IdempotencyRecord>,
+    output: Option<Idempotent<Pet>>,
+    reply: Reply<Idempotent<Pet>>,
+}
+
+#[async_trait]
+impl Job for AddKeyedPet {
+    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
+        if self.output.is_some() {
+            return Ok(());
+        }
+        let (pet, render) = (self.pet.take(), self.render.take());
+        let (Some(pet), Some(render)) = (pet, render) else {
+            return Err(DbErr::Custom(JobMisused.to_string()));
+        };
+        self.output = Some(create_pet(txn, self.write.clone(), pet, render).await?);
+        Ok(())
+    }
+
+    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
+        let Self { output, reply, .. } = *self;
+        answer(reply, output, outcome);
+    }
+
+    fn pet(&self) -> Option<&NewPet> {
+        if self.alone || self.output.is_some() { None } else { self.pet.as_ref() }
+    }
+
+    fn added(&mut self, id: PetId) {
+        if let (Some(new), Some(render)) = (self.pet.take(), self.render.take()) {
+            let pet = Pet::from_new(id, new);
+            self.record = Some(IdempotencyRecord::of(self.write.clone(), render(&pet)));
+            self.output = Some(Idempotent::Done(pet));
+        }
+    }
+
+    fn keyed(&self) -> Option<&IdempotentWrite> {
+        (self.output.is_none() && !self.alone).then_some(&self.write)
+    }
+
+    fn found(&mut self, record: IdempotencyRecord) {
+        self.pet = None;
+        self.output = Some(Idempotent::Before(record));
+    }
+
+    fn record(&self) -> Option<&IdempotencyRecord> {
+        self.record.as_ref()
+    }
+
+    fn run_alone(&mut self) {
+        self.alone = true;
+    }
+}
+
+/// On SQLite, before the batch's pets are added together: looks the keys of the batch's
+/// keyed additions up with one query. A key with an unexpired record gets it and adds
+/// nothing; an expired record is removed; a key a job of the batch already holds runs alone,
+/// after the others, and finds that job's record.
+pub(super) async fn look_up_keys(
+    txn: &DatabaseTransaction,
+    batch: &mut [Box<dyn Job>],
+) -> Result<(), DbErr> {
+    let keys: Vec<(String, String, DateTime<Utc>)> = batch
+        .iter()
+        .filter_map(|job| job.keyed())
+        .map(|write| (write.owner.as_str().to_owned(), write.key.as_str().to_owned(), write.at))
+        .collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let any_of = |keys: &[(String, String, DateTime<Utc>)]| {
+        keys.iter().fold(Condition::any(), |any, (owner, key, _)| {
+            any.add(
+                Condition::all()
+                    .add(record::Column::Owner.eq(owner.as_str()))
+                    .add(record::Column::Key.eq(key.as_str())),
+            )
+        })
+    };
+    let rows = record::Entity::find().filter(any_of(&keys)).all(txn).await?;
+    let mut stored = std::collections::HashMap::new();
+    for row in rows {
+        let record = to_record(row).map_err(|e| in_write(&e))?;
+        stored.insert((record.owner.as_str().to_owned(), record.key.as_str().to_owned()), record);
+    }
+    let mut expired = Vec::new();
+    let mut held = std::collections::HashSet::new();
+    for job in batch.iter_mut() {
+        let Some(write) = job.keyed() else { continue };
+        let id = (write.owner.as_str().to_owned(), write.key.as_str().to_owned());
+        match stored.get(&id) {
+            Some(record) if !record.is_expired(write.at) => job.found(record.clone()),
+            found => {
+                if found.is_some() {
+                    expired.push((id.0.clone(), id.1.clone(), write.at));
+                }
+                if !held.insert(id) {
+                    job.run_alone();
+                }
+            }
+        }
+    }
+    if !expired.is_empty() {
+        record::Entity::delete_many().filter(any_of(&expired)).exec(txn).await?;
+    }
+    Ok(())
+}
+
+/// On SQLite, once the batch's pets are added: inserts the records of its keyed additions
+/// with one statement.
+pub(super) async fn insert_records(
+    txn: &DatabaseTransaction,
+    batch: &mut [Box<dyn Job>],
+) -> Result<(), DbErr> {
+    let rows: Vec<record::ActiveModel> = batch
+        .iter()
+        .filter_map(|job| job.record())
+        .map(|record| record::ActiveModel {
+            owner: Set(record.owner.as_str().to_owned()),
+            key: Set(record.key.as_str().to_owned()),
+            fingerprint: Set(record.fingerprint.to_bytes().to_vec()),
+            status: Set(i32::from(record.response.status)),
+            body: Set(record.response.body.clone()),
+            location: Set(record.response.location.clone()),
+            created_at: Set(record.created_at),
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    record::Entity::insert_many(rows).exec_without_returning(txn).await.map(drop)
+}
+
 #[async_trait]
 impl IdempotencyStore for SeaOrmIdempotencyStore {
     async fn find(
@@ -185,7 +331,19 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
         pet: NewPet,
         render: RenderPet,
     ) -> Result<Idempotent<Pet>, RepositoryError> {
-        self.writer.write(move |txn| Box::pin(create_pet(txn, write, pet, render))).await
+        self.writer
+            .submit(|reply| {
+                Box::new(AddKeyedPet {
+                    write,
+                    pet: Some(pet),
+                    render: Some(render),
+                    alone: false,
+                    record: None,
+                    output: None,
+                    reply,
+                })
+            })
+            .await
     }
 
     async fn place_order(

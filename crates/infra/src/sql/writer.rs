@@ -23,7 +23,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::{NewPet, Pet, PetId, RepositoryError};
+use animal_store_domain::{
+    IdempotencyRecord, IdempotentWrite, NewPet, Pet, PetId, RepositoryError,
+};
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{
@@ -120,7 +122,7 @@ impl Writer {
     }
 
     /// Queues the job `make` builds around the caller's reply, and waits for the reply.
-    async fn submit<T>(
+    pub(super) async fn submit<T>(
         &self,
         make: impl FnOnce(Reply<T>) -> Box<dyn Job>,
     ) -> Result<T, RepositoryError> {
@@ -133,12 +135,12 @@ impl Writer {
 }
 
 /// Where a caller waits for its output.
-type Reply<T> = oneshot::Sender<Result<T, RepositoryError>>;
+pub(super) type Reply<T> = oneshot::Sender<Result<T, RepositoryError>>;
 
 /// Answers a caller once the transaction has ended: with its output when `outcome` is `Ok`
 /// (the transaction committed), with the error otherwise. The caller may have hung up; what
 /// committed stays committed all the same.
-fn answer<T>(reply: Reply<T>, output: Option<T>, outcome: Result<(), RepositoryError>) {
+pub(super) fn answer<T>(reply: Reply<T>, output: Option<T>, outcome: Result<(), RepositoryError>) {
     let answer =
         outcome.and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
     let _ = reply.send(answer);
@@ -146,7 +148,7 @@ fn answer<T>(reply: Reply<T>, output: Option<T>, outcome: Result<(), RepositoryE
 
 /// One caller's share of a transaction.
 #[async_trait]
-trait Job: Send {
+pub(super) trait Job: Send {
     /// Runs the caller's statements inside the transaction.
     async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr>;
 
@@ -163,6 +165,25 @@ trait Job: Send {
 
     /// Records the id the batch's statement gave this job's pet; the job has run then.
     fn added(&mut self, _id: PetId) {}
+
+    /// The key of this job, when it adds a pet under an idempotency key and has not run: on
+    /// SQLite the writer looks the keys of a batch up together, and merges the additions
+    /// whose key is free into the batch's statement (see `idempotency.rs`).
+    fn keyed(&self) -> Option<&IdempotentWrite> {
+        None
+    }
+
+    /// Records that this job's key has this unexpired record: the job adds nothing.
+    fn found(&mut self, _record: IdempotencyRecord) {}
+
+    /// The record this job stores, once its pet is added, to be inserted with the batch's.
+    fn record(&self) -> Option<&IdempotencyRecord> {
+        None
+    }
+
+    /// Takes this job out of the batch's statements: it runs on its own, after them (its key
+    /// is another job's of the same batch, whose record it must then find).
+    fn run_alone(&mut self) {}
 }
 
 /// Adding one pet: work the writer can merge with the other additions of its batch.
@@ -206,7 +227,7 @@ struct Pending<T, F> {
 /// A job whose work ran twice, or whose output went missing: a bug of this module.
 #[derive(Debug, Error)]
 #[error("a write job was run twice or answered before it ran")]
-struct JobMisused;
+pub(super) struct JobMisused;
 
 #[async_trait]
 impl<T, F> Job for Pending<T, F>
@@ -340,6 +361,7 @@ impl Connection {
 /// Adds the pets of the jobs of `batch` that only add one, with one statement, when there
 /// are several: one round trip to SQLite's worker thread instead of one per pet.
 async fn add_pets(txn: &DatabaseTransaction, batch: &mut [Box<dyn Job>]) -> Result<(), DbErr> {
+    super::idempotency::look_up_keys(txn, batch).await?;
     let pets: Vec<&NewPet> = batch.iter().filter_map(|job| job.pet()).collect();
     if pets.len() < 2 {
         return Ok(());
@@ -350,7 +372,7 @@ async fn add_pets(txn: &DatabaseTransaction, batch: &mut [Box<dyn Job>]) -> Resu
         let id = ids.next().ok_or_else(|| DbErr::Custom(JobMisused.to_string()))?;
         job.added(id);
     }
-    Ok(())
+    super::idempotency::insert_records(txn, batch).await
 }
 
 /// How every write transaction starts; see the module's documentation for why.
