@@ -59,5 +59,5 @@ pub use rate_limit::{
     Decision, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,
     StoreFallback, Subject, Verdict, WindowUsage,
 };
-pub use retries::{Begun, Claim, RetryRefusal, RetryService};
+pub use retries::{Answer, Claim, RetryRefusal, RetryService};
 pub use service::{GetPetError, PetPage, PetQuery, PetService};

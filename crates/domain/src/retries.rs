@@ -1,10 +1,11 @@
-//! The idempotent-retry use case: before a keyed write runs, decide whether it runs, is
-//! answered from its key's record, or is refused (`docs/api.md#idempotent-retries`).
+//! The idempotent-retry use case: a keyed write runs, or repeats its key's first response,
+//! or is refused (`docs/api.md#idempotent-retries`).
 //!
 //! Within a process, a key is claimed while its request runs, so that a second request with
-//! it gets "in progress" rather than waiting or running twice. Across processes the store
-//! itself decides: of concurrent writes with one key, one does the work (see
-//! [`IdempotencyStore`]).
+//! it gets "in progress" rather than waiting or running twice. The store decides the rest in
+//! the write's own transaction, with no read before it: a key used before returns its record
+//! instead of doing the work, and of concurrent writes with one key across processes, one
+//! does the work (see [`IdempotencyStore`]).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,12 +36,12 @@ pub enum RetryRefusal {
     Repository(#[from] RepositoryError),
 }
 
-/// What a keyed request gets before it runs.
+/// What a keyed write answers.
 #[derive(Debug)]
-pub enum Begun {
-    /// It runs, holding its key until the claim is dropped.
-    Fresh(Claim),
-    /// It is answered with the stored response of its key's first request.
+pub enum Answer<T> {
+    /// Done now, its response stored for the retries.
+    Done(T),
+    /// Done before: the stored response of the key's first request, which this one repeats.
     Replay(StoredResponse),
 }
 
@@ -94,55 +95,47 @@ impl RetryService {
         Self { store, clock, running: Arc::default() }
     }
 
-    /// Decides on a request of `owner` with `key` and `fingerprint`.
+    /// Holds `key` for a request of `owner` with `fingerprint`, until the claim is dropped.
     ///
     /// # Errors
     ///
-    /// [`RetryRefusal`] when another request with the key runs, the key was used with
-    /// another request, or the store cannot be read.
-    pub async fn begin(
+    /// [`RetryRefusal::InProgress`] when another request of this process holds the key.
+    pub fn begin(
         &self,
         owner: &KeyId,
         key: IdempotencyKey,
         fingerprint: Fingerprint,
-    ) -> Result<Begun, RetryRefusal> {
+    ) -> Result<Claim, RetryRefusal> {
         if !self.running.claim(owner, &key) {
             return Err(RetryRefusal::InProgress);
         }
         let at = to_the_second(self.clock.now());
-        let claim = Claim {
+        Ok(Claim {
             write: IdempotentWrite { owner: owner.clone(), key, fingerprint, at },
             running: Arc::clone(&self.running),
-        };
-        match self.store.find(owner, &claim.write.key, at).await? {
-            None => Ok(Begun::Fresh(claim)),
-            Some(record) => match record.replay(fingerprint) {
-                Ok(response) => Ok(Begun::Replay(response.clone())),
-                Err(_) => Err(RetryRefusal::KeyReused),
-            },
-        }
+        })
     }
 
-    /// Adds `pet` under `claim`'s key, its response rendered by `render` and stored with it.
+    /// Adds `pet` under `claim`'s key, its response rendered by `render` and stored with it;
+    /// or, when the key was used before, repeats the first response.
     ///
     /// # Errors
     ///
-    /// [`RetryRefusal::InProgress`] when another process stored the key's record first;
+    /// [`RetryRefusal::KeyReused`] when the key was used with another request;
     /// [`RetryRefusal::Repository`] when the store fails (nothing is stored then).
     pub async fn create_pet(
         &self,
         claim: &Claim,
         pet: NewPet,
         render: RenderPet,
-    ) -> Result<Pet, RetryRefusal> {
-        match self.store.create_pet(claim.write.clone(), pet, render).await? {
-            Idempotent::Done(pet) => Ok(pet),
-            Idempotent::Before(_) => Err(RetryRefusal::InProgress),
-        }
+    ) -> Result<Answer<Pet>, RetryRefusal> {
+        let done = self.store.create_pet(claim.write.clone(), pet, render).await?;
+        answer(claim, done)
     }
 
     /// Places `pet`'s order for `claim`'s owner under its key; the outcome, refusals of the
-    /// rules included, is rendered by `render` and stored with it.
+    /// rules included, is rendered by `render` and stored with it. A key used before repeats
+    /// the first response.
     ///
     /// # Errors
     ///
@@ -152,12 +145,10 @@ impl RetryService {
         claim: &Claim,
         pet: PetId,
         render: RenderOrder,
-    ) -> Result<Result<Order, PlaceOrderError>, RetryRefusal> {
+    ) -> Result<Answer<Result<Order, PlaceOrderError>>, RetryRefusal> {
         let order = NewOrder { pet_id: pet, owner: claim.write.owner.clone(), at: claim.write.at };
-        match self.store.place_order(claim.write.clone(), order, render).await? {
-            Idempotent::Done(placed) => Ok(placed),
-            Idempotent::Before(_) => Err(RetryRefusal::InProgress),
-        }
+        let done = self.store.place_order(claim.write.clone(), order, render).await?;
+        answer(claim, done)
     }
 
     /// Removes the records older than the retention, a batch of at most `batch` at a time,
@@ -179,5 +170,17 @@ impl RetryService {
                 return Ok(removed);
             }
         }
+    }
+}
+
+/// What a keyed write's outcome answers: the work, or the first response when the request
+/// is the same, or the refusal of a key used for another.
+fn answer<T>(claim: &Claim, done: Idempotent<T>) -> Result<Answer<T>, RetryRefusal> {
+    match done {
+        Idempotent::Done(work) => Ok(Answer::Done(work)),
+        Idempotent::Before(record) => match record.replay(claim.write.fingerprint) {
+            Ok(response) => Ok(Answer::Replay(response.clone())),
+            Err(_) => Err(RetryRefusal::KeyReused),
+        },
     }
 }

@@ -1,10 +1,11 @@
 //! The retry use case over the memory store: a key is held while its request runs, and a
-//! second request with it is refused until then; a key used before replays or is refused.
+//! second request with it is refused until then; a key used before repeats its first
+//! response, or refuses another request.
 
 use std::sync::Arc;
 
 use animal_store_domain::{
-    Begun, CategoryId, Fingerprint, IdempotencyKey, KeyId, NewPet, PetName, PetStatus,
+    Answer, CategoryId, Fingerprint, IdempotencyKey, KeyId, NewPet, PetName, PetStatus,
     RetryRefusal, RetryService, StoredResponse,
 };
 use animal_store_infra::{
@@ -18,34 +19,40 @@ fn service() -> RetryService {
     RetryService::new(store, Arc::new(ManualClock::at_unix(1_900_000_000)))
 }
 
+fn rex() -> NewPet {
+    NewPet {
+        name: PetName::new("Rex").expect("a name"),
+        category_id: CategoryId::new(1).expect("a category"),
+        status: PetStatus::Available,
+    }
+}
+
 #[tokio::test]
-async fn a_running_key_is_refused_then_replayed() {
+async fn a_running_key_is_refused_then_repeats_its_response() {
     let retries = service();
     let owner = KeyId::new("ownera000000").expect("a key id");
     let key = IdempotencyKey::new("k").expect("a key");
     let fingerprint = Fingerprint::of("POST", "/v1/pets", b"{}");
-    let Ok(Begun::Fresh(claim)) = retries.begin(&owner, key.clone(), fingerprint).await else {
-        panic!("a new key runs");
-    };
-    let second = retries.begin(&owner, key.clone(), fingerprint).await;
+    let claim = retries.begin(&owner, key.clone(), fingerprint).expect("a new key runs");
+    let second = retries.begin(&owner, key.clone(), fingerprint);
     assert!(matches!(second, Err(RetryRefusal::InProgress)), "{second:?}");
     let other = KeyId::new("ownerb000000").expect("a key id");
-    assert!(
-        matches!(retries.begin(&other, key.clone(), fingerprint).await, Ok(Begun::Fresh(_))),
-        "another owner's key"
-    );
+    assert!(retries.begin(&other, key.clone(), fingerprint).is_ok(), "another owner's key");
 
-    let pet = NewPet {
-        name: PetName::new("Rex").expect("a name"),
-        category_id: CategoryId::new(1).expect("a category"),
-        status: PetStatus::Available,
-    };
     let response = StoredResponse { status: 201, body: "{\"id\":1}".to_owned(), location: None };
     let stored = response.clone();
-    retries.create_pet(&claim, pet, Box::new(move |_| stored)).await.expect("the pet");
+    let done = retries.create_pet(&claim, rex(), Box::new(move |_| stored)).await;
+    assert!(matches!(done, Ok(Answer::Done(_))), "{done:?}");
     drop(claim);
-    let replay = retries.begin(&owner, key.clone(), fingerprint).await;
-    assert!(matches!(replay, Ok(Begun::Replay(ref r)) if *r == response), "{replay:?}");
-    let reused = retries.begin(&owner, key, Fingerprint::of("POST", "/v1/pets", b"[]")).await;
-    assert!(matches!(reused, Err(RetryRefusal::KeyReused)), "{reused:?}");
+
+    let again = retries.begin(&owner, key.clone(), fingerprint).expect("free again");
+    let replay =
+        retries.create_pet(&again, rex(), Box::new(|_| unreachable!("not rendered"))).await;
+    assert!(matches!(replay, Ok(Answer::Replay(ref r)) if *r == response), "{replay:?}");
+    drop(again);
+    let other_request = Fingerprint::of("POST", "/v1/pets", b"[]");
+    let other_claim = retries.begin(&owner, key, other_request).expect("free again");
+    let refused =
+        retries.create_pet(&other_claim, rex(), Box::new(|_| unreachable!("not rendered"))).await;
+    assert!(matches!(refused, Err(RetryRefusal::KeyReused)), "{refused:?}");
 }

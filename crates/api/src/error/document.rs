@@ -25,13 +25,38 @@ pub trait ErrorSet: Send + Sync + 'static {
 /// `Result<Success, OperationError<S>>` and use `?` on anything that converts to an
 /// [`ApiError`]; the document lists exactly the statuses of `S`, each with the Error body.
 pub struct OperationError<S> {
-    error: ApiError,
+    error: Failure,
     set: PhantomData<fn() -> S>,
+}
+
+/// What an operation answers instead of its success.
+enum Failure {
+    /// An error.
+    Error(ApiError),
+    /// The stored response of a retry's first request (`docs/api.md#idempotent-retries`),
+    /// sent again: a success or an error, as it was.
+    Replay(Response),
 }
 
 impl<S, E: Into<ApiError>> From<E> for OperationError<S> {
     fn from(error: E) -> Self {
-        Self { error: error.into(), set: PhantomData }
+        Self { error: Failure::Error(error.into()), set: PhantomData }
+    }
+}
+
+impl<S> OperationError<S> {
+    /// The response of a retry's first request, sent again.
+    pub fn replay(response: Response) -> Self {
+        Self { error: Failure::Replay(response), set: PhantomData }
+    }
+}
+
+impl Failure {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Error(error) => error.into_response(),
+            Self::Replay(response) => response,
+        }
     }
 }
 

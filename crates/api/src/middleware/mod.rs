@@ -1,8 +1,8 @@
 //! The layers around the operations, innermost first:
 //!
-//! 0. [`idempotent_retries`]: decides a keyed `createPet` or `placeOrder` before it runs:
-//!    replays the stored response of its key, refuses a reused or running key, or lets it
-//!    run holding the key.
+//! 0. [`idempotent_retries`]: takes the `Idempotency-Key` of a `createPet` or `placeOrder`:
+//!    refuses a malformed header or a key whose request still runs, or lets the operation
+//!    run holding the key (it stores its outcome, or repeats the key's first response).
 //! 1. [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!    `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
 //!    a key twice, for the operation to refuse.
@@ -60,7 +60,7 @@ pub use lifecycle::{API_STABILITY, lifecycle_headers};
 pub use measure::record_metrics;
 pub use nosniff::nosniff;
 pub use panic::panic_response;
-pub use retries::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, KeyedWrite, idempotent_retries};
+pub use retries::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, KeyedWrite, idempotent_retries, replay};
 pub use timeout::request_timeout;
 pub use trace::trace_request;
 

@@ -2,16 +2,17 @@
 //! (`docs/api.md#idempotent-retries`).
 //!
 //! A request to one of them with an authenticated key and an `Idempotency-Key` header is
-//! decided here before its operation runs: a malformed header is 400 `invalid_request`; a
-//! key whose request still runs is 409 `idempotency_in_progress`; a key used before with the
-//! same method, path and body is answered with the stored response and
-//! `Idempotent-Replayed: true`, and with another request, 422 `idempotency_key_reused`.
-//! Otherwise the operation runs holding the key ([`KeyedWrite`] in the request), and stores
-//! its outcome with what it creates. The header is ignored on every other operation.
+//! taken here before its operation runs: a malformed header is 400 `invalid_request`, and a
+//! key whose request still runs in this process is 409 `idempotency_in_progress`. Otherwise
+//! the operation runs holding the key ([`KeyedWrite`] in the request): its write looks the
+//! key up in its own transaction, and either stores its outcome with what it creates, or
+//! finds the key used before: then the operation answers with the stored response marked
+//! `Idempotent-Replayed: true` ([`replay`]) when the request is the same, and 422
+//! `idempotency_key_reused` when it is not. The header is ignored on every other operation.
 
 use std::sync::Arc;
 
-use animal_store_domain::{Begun, Fingerprint, IdempotencyKey, RetryRefusal, StoredResponse};
+use animal_store_domain::{Fingerprint, IdempotencyKey, RetryRefusal, StoredResponse};
 use poem::http::{HeaderName, HeaderValue, StatusCode, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
@@ -54,9 +55,8 @@ pub async fn idempotent_retries<E: Endpoint>(
     };
     let body = req.extensions().get::<RawBody>().map(|body| body.0.clone()).unwrap_or_default();
     let fingerprint = Fingerprint::of(req.method().as_str(), req.uri().path(), &body);
-    match state.retries.begin(&owner, key, fingerprint).await {
-        Ok(Begun::Replay(stored)) => Ok(replay(stored)),
-        Ok(Begun::Fresh(claim)) => {
+    match state.retries.begin(&owner, key, fingerprint) {
+        Ok(claim) => {
             req.extensions_mut().insert(KeyedWrite(Arc::new(claim)));
             Ok(respond(ep.as_ref(), req).await)
         }
@@ -106,7 +106,7 @@ fn unquote(quoted: &str) -> Option<String> {
 }
 
 /// The stored response, marked as a replay.
-fn replay(stored: StoredResponse) -> Response {
+pub fn replay(stored: StoredResponse) -> Response {
     let StoredResponse { status, body, location } = stored;
     let mut response = Response::builder()
         .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))

@@ -2,7 +2,7 @@
 //! `placeOrder`, `listOrders` and `getOrder` are experimental, `updateOrder` beta.
 
 use animal_store_domain::{
-    GetOrderError, Order, OrderId, OrderQuery, OrderStatus, PageSize, PlaceOrderError,
+    Answer, GetOrderError, Order, OrderId, OrderQuery, OrderStatus, PageSize, PlaceOrderError,
     StoredResponse, UpdateOrderError, excerpt,
 };
 use poem::http::StatusCode;
@@ -19,7 +19,7 @@ use crate::dto::field::ParseContext;
 use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
 use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::middleware::KeyedWrite;
+use crate::middleware::{KeyedWrite, replay};
 use crate::state::AppState;
 
 #[derive(Tags)]
@@ -166,7 +166,10 @@ impl OrdersApi {
         let order = match request.extensions().get::<KeyedWrite>() {
             // The outcome, a refusal of the rules included, is stored for retries with the key.
             Some(KeyedWrite(claim)) => {
-                state.retries.place_order(claim, pet, Box::new(placed_response)).await??
+                match state.retries.place_order(claim, pet, Box::new(placed_response)).await? {
+                    Answer::Done(placed) => placed?,
+                    Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
+                }
             }
             None => state.orders.place(&key.0.lineage, pet).await?,
         };

@@ -1,6 +1,8 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{PageSize, Pet, PetId, PetQuery, PetStatus, StoredResponse, excerpt};
+use animal_store_domain::{
+    Answer, PageSize, Pet, PetId, PetQuery, PetStatus, StoredResponse, excerpt,
+};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::types::ToJSON as _;
@@ -16,7 +18,7 @@ use crate::dto::field::ParseContext;
 use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::middleware::KeyedWrite;
+use crate::middleware::{KeyedWrite, replay};
 use crate::state::AppState;
 
 #[derive(Tags)]
@@ -176,7 +178,10 @@ impl PetsApi {
         let pet = match request.extensions().get::<KeyedWrite>() {
             // Stored with the outcome a retry with the same key gets again.
             Some(KeyedWrite(claim)) => {
-                state.retries.create_pet(claim, new_pet, Box::new(created_response)).await?
+                match state.retries.create_pet(claim, new_pet, Box::new(created_response)).await? {
+                    Answer::Done(pet) => pet,
+                    Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
+                }
             }
             None => state.pets.add(new_pet).await?,
         };
