@@ -110,6 +110,12 @@ struct CorruptRow {
     reason: String,
 }
 
+/// A domain error met inside a write's transaction, as the error that undoes it (a job of
+/// the writer leaves decisions in its output, and only failures in its error).
+pub(super) fn in_write(err: &RepositoryError) -> DbErr {
+    DbErr::Custom(format!("{err}: {:?}", std::error::Error::source(err)))
+}
+
 pub(super) fn corrupt(table: &'static str, reason: impl std::fmt::Display) -> RepositoryError {
     RepositoryError::Backend(Box::new(CorruptRow { table, reason: reason.to_string() }))
 }

@@ -28,6 +28,7 @@ use sea_orm::{
 };
 
 use super::corrupt;
+use super::failure::in_write;
 use super::entity::idempotency_key as record;
 use super::reachability::Reads;
 use super::writer::{Job, JobMisused, Reply, Writer, answer};
@@ -62,11 +63,6 @@ fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
         },
         created_at,
     })
-}
-
-/// The error that undoes a write's transaction, for a row that breaks the domain's rules.
-fn in_write(err: &RepositoryError) -> DbErr {
-    DbErr::Custom(format!("{err}: {:?}", std::error::Error::source(err)))
 }
 
 fn of_key(write: &IdempotentWrite) -> sea_orm::Select<record::Entity> {

@@ -24,6 +24,7 @@ use sea_orm::{
 };
 
 use super::corrupt;
+use super::failure::in_write;
 use super::entity::{order, pet};
 use super::reachability::Reads;
 use super::writer::Writer;
@@ -54,11 +55,6 @@ fn to_order(row: order::Model) -> Result<Order, RepositoryError> {
     })
 }
 
-/// A row that breaks the domain's rules, as the error that undoes a write's transaction.
-fn corrupt_in_write(err: &RepositoryError) -> DbErr {
-    DbErr::Custom(format!("{err}: {:?}", std::error::Error::source(err)))
-}
-
 /// In `txn`: reserves the pet if it is available and stores the order; the refusal otherwise.
 pub(super) async fn place(
     txn: &DatabaseTransaction,
@@ -76,7 +72,7 @@ pub(super) async fn place(
             None => PlaceOrderError::NoSuchPet(pet_id),
             Some(row) => PlaceOrderError::PetNotAvailable {
                 pet: pet_id,
-                status: row.status.parse().map_err(|e| corrupt_in_write(&corrupt("pets", e)))?,
+                status: row.status.parse().map_err(|e| in_write(&corrupt("pets", e)))?,
             },
         };
         return Ok(Err(refusal));
@@ -119,7 +115,7 @@ async fn update_status(
     let Some(row) = query.one(txn).await? else {
         return Ok(Err(UpdateOrderError::NotFound(id)));
     };
-    let mut order = to_order(row).map_err(|e| corrupt_in_write(&e))?;
+    let mut order = to_order(row).map_err(|e| in_write(&e))?;
     let pet_status = match order.status.move_to(to) {
         Ok(pet_status) => pet_status,
         Err(refused) => return Ok(Err(refused.into())),

@@ -4,10 +4,13 @@ use std::time::Duration;
 
 use animal_store_api::{DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
+mod keys;
+
 pub use crate::database_url::DatabaseUrl;
 use animal_store_domain::Environment;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+pub use keys::KeysCommand;
 
 /// The Animal Store server and its administration commands.
 #[derive(Debug, Clone, Parser)]
@@ -265,90 +268,11 @@ pub enum LimiterFailureMode {
     Closed,
 }
 
-/// The plans a key can be issued on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlanName {
-    /// 60 requests a minute, 1,000 a day.
-    Free,
-    /// 300 requests a minute, 10,000 a day.
-    Pro,
-    /// 1,000 requests a minute, 100,000 a day.
-    Business,
-    /// Quotas set per key with `--per-minute` and `--per-day`.
-    Enterprise,
-}
-
-impl PlanName {
-    /// The plan's name, as the domain knows it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Free => "free",
-            Self::Pro => "pro",
-            Self::Business => "business",
-            Self::Enterprise => "enterprise",
-        }
-    }
-}
-
 /// An address or a network: `10.0.0.1` or `10.0.0.0/8`.
 fn parse_network(text: &str) -> Result<ipnet::IpNet, String> {
     text.parse::<ipnet::IpNet>()
         .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
         .map_err(|_| format!("{text:?} is neither an IP address nor a CIDR network"))
-}
-
-/// The key commands.
-#[derive(Debug, Clone, Subcommand)]
-pub enum KeysCommand {
-    /// Issue a key and print it, alone, on stdout. It is shown this once: only its digest is
-    /// stored.
-    Create {
-        /// The plan that sets the key's quotas.
-        #[arg(long, value_enum)]
-        plan: PlanName,
-        /// A name to tell the key apart in `keys list`.
-        #[arg(long)]
-        name: Option<String>,
-        /// Requests per UTC minute (enterprise only, with --per-day).
-        #[arg(long)]
-        per_minute: Option<u32>,
-        /// Requests per UTC day (enterprise only, with --per-minute).
-        #[arg(long)]
-        per_day: Option<u32>,
-        /// Make the key stop working this long after now: `90d`, `12h`... Without it, the
-        /// key works until revoked.
-        #[arg(long, value_parser = parse_duration)]
-        expires_in: Option<Duration>,
-    },
-    /// List the keys, one per line, id first. Never shows a secret.
-    List,
-    /// Revoke a key by id; it stops working within a second.
-    Revoke {
-        /// The key id, as `keys list` shows it.
-        id: String,
-    },
-    /// Replace a key by id: issue a key with its plan, quotas, name and environment and
-    /// print it, alone, on stdout; the old key keeps working for the grace period, and both
-    /// count against one quota meanwhile.
-    Rotate {
-        /// The key id, as `keys list` shows it.
-        id: String,
-        /// How long the old key keeps working: `24h`, `30m`, `0s` (it stops now)...
-        #[arg(long, default_value = "24h", value_parser = parse_grace)]
-        grace: Duration,
-        /// Make the new key stop working this long after now; without it, it works until
-        /// revoked.
-        #[arg(long, value_parser = parse_duration)]
-        expires_in: Option<Duration>,
-    },
-}
-
-/// A grace period: a duration as [`parse_duration`] reads it, zero allowed.
-fn parse_grace(text: &str) -> Result<Duration, String> {
-    match text.trim() {
-        "0" | "0s" => Ok(Duration::ZERO),
-        _ => parse_duration(text),
-    }
 }
 
 /// Parses the command line, exiting with clap's message and code 2 on a mistake. An option
