@@ -28,8 +28,8 @@ use sea_orm::{
 };
 
 use super::corrupt;
-use super::failure::in_write;
 use super::entity::idempotency_key as record;
+use super::failure::in_write;
 use super::reachability::Reads;
 use super::writer::{Job, JobMisused, Reply, Writer, answer};
 

@@ -24,8 +24,8 @@ use sea_orm::{
 };
 
 use super::corrupt;
-use super::failure::in_write;
 use super::entity::{order, pet};
+use super::failure::in_write;
 use super::reachability::Reads;
 use super::writer::Writer;
 
