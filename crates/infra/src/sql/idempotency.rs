@@ -65,10 +65,13 @@ fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
     })
 }
 
+/// The record of `owner`'s `key`.
+fn the_key(owner: &str, key: &str) -> Condition {
+    Condition::all().add(record::Column::Owner.eq(owner)).add(record::Column::Key.eq(key))
+}
+
 fn of_key(write: &IdempotentWrite) -> sea_orm::Select<record::Entity> {
-    record::Entity::find()
-        .filter(record::Column::Owner.eq(write.owner.as_str()))
-        .filter(record::Column::Key.eq(write.key.as_str()))
+    record::Entity::find().filter(the_key(write.owner.as_str(), write.key.as_str()))
 }
 
 /// In `txn`: claims `write`'s key, or returns its unexpired record.
@@ -79,8 +82,7 @@ async fn claim(
     let retention = chrono::Duration::from_std(animal_store_domain::idempotency::RETENTION)
         .map_err(|e| DbErr::Custom(e.to_string()))?;
     record::Entity::delete_many()
-        .filter(record::Column::Owner.eq(write.owner.as_str()))
-        .filter(record::Column::Key.eq(write.key.as_str()))
+        .filter(the_key(write.owner.as_str(), write.key.as_str()))
         .filter(record::Column::CreatedAt.lte(write.at - retention))
         .exec(txn)
         .await?;
@@ -119,8 +121,7 @@ async fn fill(
         .col_expr(record::Column::Status, Expr::value(i32::from(response.status)))
         .col_expr(record::Column::Body, Expr::value(response.body))
         .col_expr(record::Column::Location, Expr::value(response.location))
-        .filter(record::Column::Owner.eq(write.owner.as_str()))
-        .filter(record::Column::Key.eq(write.key.as_str()))
+        .filter(the_key(write.owner.as_str(), write.key.as_str()))
         .exec(txn)
         .await
         .map(drop)
@@ -155,8 +156,7 @@ async fn place_order(
         // Not an outcome to store: the key is free again.
         None => {
             record::Entity::delete_many()
-                .filter(record::Column::Owner.eq(write.owner.as_str()))
-                .filter(record::Column::Key.eq(write.key.as_str()))
+                .filter(the_key(write.owner.as_str(), write.key.as_str()))
                 .exec(txn)
                 .await?;
         }
@@ -243,13 +243,7 @@ pub(super) async fn look_up_keys(
         return Ok(());
     }
     let any_of = |keys: &[(String, String, DateTime<Utc>)]| {
-        keys.iter().fold(Condition::any(), |any, (owner, key, _)| {
-            any.add(
-                Condition::all()
-                    .add(record::Column::Owner.eq(owner.as_str()))
-                    .add(record::Column::Key.eq(key.as_str())),
-            )
-        })
+        keys.iter().fold(Condition::any(), |any, (owner, key, _)| any.add(the_key(owner, key)))
     };
     let rows = record::Entity::find().filter(any_of(&keys)).all(txn).await?;
     let mut stored = std::collections::HashMap::new();
@@ -313,9 +307,7 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
         key: &IdempotencyKey,
         now: DateTime<Utc>,
     ) -> Result<Option<IdempotencyRecord>, RepositoryError> {
-        let query = record::Entity::find()
-            .filter(record::Column::Owner.eq(owner.as_str()))
-            .filter(record::Column::Key.eq(key.as_str()));
+        let query = record::Entity::find().filter(the_key(owner.as_str(), key.as_str()));
         let row = self.reads.run(query.one(&self.readers)).await?;
         let record = row.map(to_record).transpose()?;
         Ok(record.filter(|record| !record.is_expired(now)))
