@@ -13,7 +13,10 @@
 //! median of its ratios to the ceiling of the same round.
 //!
 //! The table is printed, and written to `docs/benchmarks.md` between its load markers, with
-//! a chart (`docs/load.svg`). On Debian as root, `wrk` is installed when missing.
+//! a chart (`docs/load.svg`). `LOAD_SCENARIOS` (names, comma-separated, e.g.
+//! `createPet,keyed createPet`) and `LOAD_BACKENDS` (`SQLite`, `PostgreSQL`) narrow a run to
+//! some rows; such a run prints its table and leaves the docs alone. On Debian as root, `wrk`
+//! is installed when missing.
 
 pub mod cluster;
 mod report;
@@ -61,7 +64,9 @@ pub fn run(root: &Path) -> Result<()> {
     let dir = std::env::temp_dir().join(format!("animal-store-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
     let rounds = rounds();
-    let result = load(&bins, &dir, rounds).and_then(|rows| report::write(root, &rows, rounds));
+    let result = load(&bins, &dir, rounds).and_then(|rows| {
+        if narrowed() { report::print(&rows) } else { report::write(root, &rows, rounds) }
+    });
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
@@ -86,6 +91,23 @@ struct Bins {
 /// A setting from the environment, or `default`.
 pub fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The names listed by the environment variable `name`, if it is set.
+fn chosen(name: &str) -> Option<Vec<String>> {
+    let list = std::env::var(name).ok()?;
+    Some(list.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+}
+
+/// Whether `LOAD_SCENARIOS` or `LOAD_BACKENDS` leaves some rows out.
+fn narrowed() -> bool {
+    chosen("LOAD_SCENARIOS").is_some() || chosen("LOAD_BACKENDS").is_some()
+}
+
+/// Whether `value` is among the names of the environment variable `name` (all are when it
+/// is not set).
+fn is_chosen(name: &str, value: &str) -> bool {
+    chosen(name).is_none_or(|names| names.iter().any(|n| n.eq_ignore_ascii_case(value)))
 }
 
 /// How many rounds each scenario alternates the ceiling and the service: `LOAD_ROUNDS`, 3 by
@@ -125,6 +147,7 @@ fn load(bins: &Bins, dir: &Path, rounds: u32) -> Result<Vec<Row>> {
         let server = server.to_owned();
         backends.push(("PostgreSQL", Box::new(move |pets| format!("{server}/load_{pets}"))));
     }
+    backends.retain(|(backend, _)| is_chosen("LOAD_BACKENDS", backend));
     let mut rows = Vec::new();
     for (backend, url) in &backends {
         rows.extend(configuration(bins, dir, backend, url, &sizes, &ceiling, (seconds, rounds))?);
@@ -241,7 +264,7 @@ fn configuration(
         wrk::measure(&format!("{}{LIST}", service.base), &service.auth, None, warm)?;
     }
     let mut rows = Vec::new();
-    for name in SCENARIOS {
+    for name in SCENARIOS.into_iter().filter(|name| is_chosen("LOAD_SCENARIOS", name)) {
         cmd::header(&format!("{backend}: {name}"));
         // Per instance, each round's figures and its ratio to that round's ceiling.
         let mut runs: Vec<Vec<(wrk::Figures, f64)>> =
