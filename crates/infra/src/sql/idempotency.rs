@@ -2,16 +2,17 @@
 //!
 //! A write sent with an `Idempotency-Key` runs as one job of the database's writer (see
 //! [`writer`](super::writer)), in one transaction: it claims the key by inserting its record
-//! (`INSERT ... ON CONFLICT DO NOTHING`, after removing an expired record of the key), does
-//! the work, then fills the record in with the response. A key already claimed inserts
-//! nothing, and the job returns the record instead of doing the work. On PostgreSQL, a second
-//! process claiming the same key waits on the first one's row until it commits, then finds
-//! the record: one of them does the work.
+//! (`INSERT ... ON CONFLICT DO UPDATE ... WHERE` the record there has expired, see
+//! [`claim_all`]), does the work, then fills the record in with the response. A key already
+//! claimed inserts nothing, and the job returns the record instead of doing the work. On
+//! PostgreSQL, a second process claiming the same key waits on the first one's row until it
+//! commits, then finds the record: one of them does the work.
 //!
-//! On SQLite the writer merges keyed additions of pets into its batch: one query looks the
-//! batch's keys up, the pets whose key is free are added by the batch's one `INSERT`, and
-//! their records by one more ([`look_up_keys`], [`insert_records`]).
+//! Keyed additions of pets are merged with the other additions of their batch (see
+//! [`batch`](super::batch)): their records are complete when they claim their keys, and one
+//! statement claims all of them.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use animal_store_domain::{
@@ -23,8 +24,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait as _, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
-    QueryFilter, Set,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
+    EntityTrait, QueryFilter,
 };
 
 use super::corrupt;
@@ -70,8 +71,86 @@ fn the_key(owner: &str, key: &str) -> Condition {
     Condition::all().add(record::Column::Owner.eq(owner)).add(record::Column::Key.eq(key))
 }
 
-fn of_key(write: &IdempotentWrite) -> sea_orm::Select<record::Entity> {
-    record::Entity::find().filter(the_key(write.owner.as_str(), write.key.as_str()))
+/// In `txn`: claims the keys of `records` by inserting them, each in place of an expired
+/// record of its key, and returns the keys it claimed (owner, key). A key with an unexpired record, or
+/// one another transaction claimed first (on PostgreSQL this waits for it to end), is not
+/// claimed; neither is its record touched. The rows go in the order of their keys, so that
+/// two transactions claiming the same keys take their locks in one order.
+pub(super) async fn claim_all(
+    txn: &DatabaseTransaction,
+    records: &[&IdempotencyRecord],
+) -> Result<HashSet<(String, String)>, DbErr> {
+    if records.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let mut records = records.to_vec();
+    records.sort_by_key(|record| (record.owner.as_str(), record.key.as_str()));
+    let retention = chrono::Duration::from_std(animal_store_domain::idempotency::RETENTION)
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
+    // Expired for every write of the statement: a record within the few milliseconds the
+    // batch's writes arrived in of its end is still answered.
+    let first = records.iter().map(|record| record.created_at).min().unwrap_or_default();
+    let expired = Expr::col((record::Entity, record::Column::CreatedAt)).lte(first - retention);
+    let mut insert = Query::insert();
+    insert.into_table(record::Entity).columns(COLUMNS);
+    for record in records {
+        insert.values_panic(row(record));
+    }
+    insert
+        .on_conflict(
+            OnConflict::columns([record::Column::Owner, record::Column::Key])
+                .update_columns(COLUMNS.into_iter().skip(2))
+                .action_and_where(expired)
+                .to_owned(),
+        )
+        .returning(Query::returning().columns([record::Column::Owner, record::Column::Key]));
+    let backend = txn.get_database_backend();
+    let rows = txn.query_all_raw(backend.build(&insert)).await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get::<String>("", "owner")?, row.try_get::<String>("", "key")?)))
+        .collect()
+}
+
+/// The columns of a record, the key's two first.
+const COLUMNS: [record::Column; 7] = [
+    record::Column::Owner,
+    record::Column::Key,
+    record::Column::Fingerprint,
+    record::Column::Status,
+    record::Column::Body,
+    record::Column::Location,
+    record::Column::CreatedAt,
+];
+
+/// The values of `record`, in the order of [`COLUMNS`].
+fn row(record: &IdempotencyRecord) -> [Expr; 7] {
+    [
+        record.owner.as_str().into(),
+        record.key.as_str().into(),
+        record.fingerprint.to_bytes().to_vec().into(),
+        i32::from(record.response.status).into(),
+        record.response.body.as_str().into(),
+        record.response.location.clone().into(),
+        record.created_at.into(),
+    ]
+}
+
+/// In `txn`: the records of `keys` (owner, key), which some transaction has claimed.
+///
+/// # Errors
+///
+/// When one of them has none: a key is claimed only by inserting its record.
+pub(super) async fn records_of(
+    txn: &DatabaseTransaction,
+    keys: &[(&str, &str)],
+) -> Result<Vec<IdempotencyRecord>, DbErr> {
+    let any_of =
+        keys.iter().fold(Condition::any(), |any, (owner, key)| any.add(the_key(owner, key)));
+    let rows = record::Entity::find().filter(any_of).all(txn).await?;
+    if rows.len() != keys.len() {
+        return Err(DbErr::Custom("a claimed key has no record".to_owned()));
+    }
+    rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e))).collect()
 }
 
 /// In `txn`: claims `write`'s key, or returns its unexpired record.
@@ -79,36 +158,13 @@ async fn claim(
     txn: &DatabaseTransaction,
     write: &IdempotentWrite,
 ) -> Result<Option<IdempotencyRecord>, DbErr> {
-    let retention = chrono::Duration::from_std(animal_store_domain::idempotency::RETENTION)
-        .map_err(|e| DbErr::Custom(e.to_string()))?;
-    record::Entity::delete_many()
-        .filter(the_key(write.owner.as_str(), write.key.as_str()))
-        .filter(record::Column::CreatedAt.lte(write.at - retention))
-        .exec(txn)
-        .await?;
-    let placeholder = record::ActiveModel {
-        owner: Set(write.owner.as_str().to_owned()),
-        key: Set(write.key.as_str().to_owned()),
-        fingerprint: Set(write.fingerprint.to_bytes().to_vec()),
-        status: Set(0),
-        body: Set(String::new()),
-        location: Set(None),
-        created_at: Set(write.at),
-    };
-    let conflict =
-        OnConflict::columns([record::Column::Owner, record::Column::Key]).do_nothing().to_owned();
-    let inserted = record::Entity::insert(placeholder)
-        .on_conflict(conflict)
-        .exec_without_returning(txn)
-        .await?;
-    if inserted > 0 {
+    let unfilled = StoredResponse { status: 0, body: String::new(), location: None };
+    let placeholder = IdempotencyRecord::of(write.clone(), unfilled);
+    if !claim_all(txn, &[&placeholder]).await?.is_empty() {
         return Ok(None);
     }
-    let row = of_key(write)
-        .one(txn)
-        .await?
-        .ok_or_else(|| DbErr::Custom("a claimed key has no record".to_owned()))?;
-    to_record(row).map(Some).map_err(|e| in_write(&e))
+    let mut found = records_of(txn, &[(write.owner.as_str(), write.key.as_str())]).await?;
+    Ok(found.pop())
 }
 
 /// In `txn`: fills the claimed record of `write` in with `response`.
@@ -164,9 +220,9 @@ async fn place_order(
     Ok(Idempotent::Done(placed))
 }
 
-/// Adding a pet under an idempotency key: on its own, `create_pet` in the transaction; on
-/// SQLite, merged with the additions of its batch when its key is free (see
-/// [`look_up_keys`]).
+/// Adding a pet under an idempotency key: merged with the additions of its batch (see
+/// [`batch`](super::batch)), or on its own, `create_pet` in the transaction, when another
+/// job of the batch holds the same key.
 struct AddKeyedPet {
     write: IdempotentWrite,
     pet: Option<NewPet>,
@@ -214,6 +270,7 @@ impl Job for AddKeyedPet {
 
     fn found(&mut self, record: IdempotencyRecord) {
         self.pet = None;
+        self.record = None;
         self.output = Some(Idempotent::Before(record));
     }
 
@@ -224,79 +281,6 @@ impl Job for AddKeyedPet {
     fn run_alone(&mut self) {
         self.alone = true;
     }
-}
-
-/// On SQLite, before the batch's pets are added together: looks the keys of the batch's
-/// keyed additions up with one query. A key with an unexpired record gets it and adds
-/// nothing; an expired record is removed; a key a job of the batch already holds runs alone,
-/// after the others, and finds that job's record.
-pub(super) async fn look_up_keys(
-    txn: &DatabaseTransaction,
-    batch: &mut [Box<dyn Job>],
-) -> Result<(), DbErr> {
-    let keys: Vec<(String, String, DateTime<Utc>)> = batch
-        .iter()
-        .filter_map(|job| job.keyed())
-        .map(|write| (write.owner.as_str().to_owned(), write.key.as_str().to_owned(), write.at))
-        .collect();
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let any_of = |keys: &[(String, String, DateTime<Utc>)]| {
-        keys.iter().fold(Condition::any(), |any, (owner, key, _)| any.add(the_key(owner, key)))
-    };
-    let rows = record::Entity::find().filter(any_of(&keys)).all(txn).await?;
-    let mut stored = std::collections::HashMap::new();
-    for row in rows {
-        let record = to_record(row).map_err(|e| in_write(&e))?;
-        stored.insert((record.owner.as_str().to_owned(), record.key.as_str().to_owned()), record);
-    }
-    let mut expired = Vec::new();
-    let mut held = std::collections::HashSet::new();
-    for job in batch.iter_mut() {
-        let Some(write) = job.keyed() else { continue };
-        let id = (write.owner.as_str().to_owned(), write.key.as_str().to_owned());
-        match stored.get(&id) {
-            Some(record) if !record.is_expired(write.at) => job.found(record.clone()),
-            found => {
-                if found.is_some() {
-                    expired.push((id.0.clone(), id.1.clone(), write.at));
-                }
-                if !held.insert(id) {
-                    job.run_alone();
-                }
-            }
-        }
-    }
-    if !expired.is_empty() {
-        record::Entity::delete_many().filter(any_of(&expired)).exec(txn).await?;
-    }
-    Ok(())
-}
-
-/// On SQLite, once the batch's pets are added: inserts the records of its keyed additions
-/// with one statement.
-pub(super) async fn insert_records(
-    txn: &DatabaseTransaction,
-    batch: &mut [Box<dyn Job>],
-) -> Result<(), DbErr> {
-    let rows: Vec<record::ActiveModel> = batch
-        .iter()
-        .filter_map(|job| job.record())
-        .map(|record| record::ActiveModel {
-            owner: Set(record.owner.as_str().to_owned()),
-            key: Set(record.key.as_str().to_owned()),
-            fingerprint: Set(record.fingerprint.to_bytes().to_vec()),
-            status: Set(i32::from(record.response.status)),
-            body: Set(record.response.body.clone()),
-            location: Set(record.response.location.clone()),
-            created_at: Set(record.created_at),
-        })
-        .collect();
-    if rows.is_empty() {
-        return Ok(());
-    }
-    record::Entity::insert_many(rows).exec_without_returning(txn).await.map(drop)
 }
 
 #[async_trait]

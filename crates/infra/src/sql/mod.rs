@@ -17,6 +17,7 @@
 //! queued writes together (group commit) and replaces its connection after any failure. See
 //! `writer.rs` for the invariant that keeps an acknowledged write stored.
 
+mod batch;
 mod connector;
 mod entity;
 mod failure;

@@ -21,7 +21,7 @@ use animal_store_domain::{
 use async_trait::async_trait;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
-    FromQueryResult, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
+    FromQueryResult, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set, Statement,
 };
 
 use super::corrupt;
@@ -105,6 +105,48 @@ pub(super) async fn insert_sqlite_rows(
             done.rows_affected()
         ))),
     }
+}
+
+/// Takes `count` ids from the pets' sequence on PostgreSQL.
+pub(super) async fn take_postgres_ids(
+    txn: &DatabaseTransaction,
+    count: usize,
+) -> Result<Vec<PetId>, DbErr> {
+    let statement = Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        "SELECT nextval(pg_get_serial_sequence('pets', 'id')) AS id FROM generate_series(1, $1)",
+        [i32::try_from(count).unwrap_or(i32::MAX).into()],
+    );
+    let rows = txn.query_all_raw(statement).await?;
+    let ids: Vec<PetId> = rows
+        .iter()
+        .map(|row| row.try_get::<i64>("", "id").map(PetId::new))
+        .collect::<Result<_, _>>()?;
+    if ids.len() == count {
+        Ok(ids)
+    } else {
+        Err(DbErr::Custom(format!("asked the sequence for {count} pet ids, got {}", ids.len())))
+    }
+}
+
+/// Inserts `pets`, whose ids are taken already, with one statement on PostgreSQL.
+pub(super) async fn insert_postgres_rows(
+    txn: &DatabaseTransaction,
+    pets: &[Pet],
+) -> Result<(), DbErr> {
+    if pets.is_empty() {
+        return Ok(());
+    }
+    let rows = pets.iter().map(|pet| {
+        let Pet { id, name, category_id, status } = pet;
+        pet::ActiveModel {
+            id: Set(id.get()),
+            name: Set(name.as_str().to_owned()),
+            category_id: Set(category_id.get()),
+            status: Set(status.as_str().to_owned()),
+        }
+    });
+    pet::Entity::insert_many(rows).exec_without_returning(txn).await.map(drop)
 }
 
 pub(super) async fn insert(txn: &DatabaseTransaction, pet: NewPet) -> Result<Pet, DbErr> {

@@ -156,33 +156,33 @@ pub(super) trait Job: Send {
     /// is `Ok` (the transaction committed), with the error otherwise.
     fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>);
 
-    /// The pet this job adds, when adding it is all the job does and it has not run: on
-    /// SQLite the writer adds the pets of a batch with one statement, then hands each job
-    /// its id with [`Job::added`].
+    /// The pet this job adds, when adding it (and storing its idempotency record) is all the
+    /// job does and it has not run: the writer adds the pets of a batch together (see
+    /// `batch.rs`), then hands each job its id with [`Job::added`].
     fn pet(&self) -> Option<&NewPet> {
         None
     }
 
-    /// Records the id the batch's statement gave this job's pet; the job has run then.
+    /// Records the id the batch's statements gave this job's pet; the job has run then.
     fn added(&mut self, _id: PetId) {}
 
-    /// The key of this job, when it adds a pet under an idempotency key and has not run: on
-    /// SQLite the writer looks the keys of a batch up together, and merges the additions
-    /// whose key is free into the batch's statement (see `idempotency.rs`).
+    /// The key of this job, when it adds a pet under an idempotency key and has not run.
     fn keyed(&self) -> Option<&IdempotentWrite> {
         None
     }
 
-    /// Records that this job's key has this unexpired record: the job adds nothing.
-    fn found(&mut self, _record: IdempotencyRecord) {}
-
-    /// The record this job stores, once its pet is added, to be inserted with the batch's.
+    /// The record this job stores, once its pet has an id: the batch's statements claim its
+    /// key with it.
     fn record(&self) -> Option<&IdempotencyRecord> {
         None
     }
 
-    /// Takes this job out of the batch's statements: it runs on its own, after them (its key
-    /// is another job's of the same batch, whose record it must then find).
+    /// Records that another write claimed this job's key first, with this record: the job
+    /// adds nothing and answers it.
+    fn found(&mut self, _record: IdempotencyRecord) {}
+
+    /// Takes this job out of the batch's merged statements: it runs on its own, after them
+    /// (its key is another job's of the same batch, whose record it must then find).
     fn run_alone(&mut self) {}
 }
 
@@ -326,9 +326,7 @@ impl Connection {
             empty => empty.insert(self.connector.open_writer().await?),
         };
         let txn = pool.begin_with_options(transaction_options(backend)).await?;
-        if backend == Backend::Sqlite
-            && let Err(err) = add_pets(&txn, batch).await
-        {
+        if let Err(err) = super::batch::add_pets(&txn, backend, batch).await {
             let _ = txn.rollback().await;
             return Err(err);
         }
@@ -356,23 +354,6 @@ impl Connection {
             }
         }
     }
-}
-
-/// Adds the pets of the jobs of `batch` that only add one, with one statement, when there
-/// are several: one round trip to SQLite's worker thread instead of one per pet.
-async fn add_pets(txn: &DatabaseTransaction, batch: &mut [Box<dyn Job>]) -> Result<(), DbErr> {
-    super::idempotency::look_up_keys(txn, batch).await?;
-    let pets: Vec<&NewPet> = batch.iter().filter_map(|job| job.pet()).collect();
-    if pets.len() < 2 {
-        return Ok(());
-    }
-    let ids = super::pets::insert_sqlite_rows(txn, &pets).await?;
-    let mut ids = ids.into_iter();
-    for job in batch.iter_mut().filter(|job| job.pet().is_some()) {
-        let id = ids.next().ok_or_else(|| DbErr::Custom(JobMisused.to_string()))?;
-        job.added(id);
-    }
-    super::idempotency::insert_records(txn, batch).await
 }
 
 /// How every write transaction starts; see the module's documentation for why.
