@@ -17,7 +17,6 @@
 //! the merged statements, and finds the first one's record. A batch whose only addition is
 //! a plain one runs it alone: one statement either way.
 
-use std::collections::HashMap;
 use std::collections::HashSet;
 
 use animal_store_domain::{IdempotencyRecord, NewPet, Pet};
@@ -106,27 +105,17 @@ async fn claim(
     batch: &mut [Box<dyn Job>],
     adding: &[usize],
 ) -> Result<Vec<usize>, DbErr> {
-    let key = |record: &IdempotencyRecord| {
-        (record.owner.as_str().to_owned(), record.key.as_str().to_owned())
-    };
+    let keyed: Vec<usize> =
+        (0..adding.len()).filter(|&n| batch[adding[n]].record().is_some()).collect();
     let records: Vec<&IdempotencyRecord> =
-        adding.iter().filter_map(|&i| batch[i].record()).collect();
-    let claimed = idempotency::claim_all(txn, &records).await?;
-    let lost: Vec<usize> = (0..adding.len())
-        .filter(|&n| batch[adding[n]].record().is_some_and(|r| !claimed.contains(&key(r))))
-        .collect();
-    if lost.is_empty() {
-        return Ok(lost);
-    }
-    let keys: Vec<(String, String)> =
-        lost.iter().filter_map(|&n| batch[adding[n]].record()).map(key).collect();
-    let keys: Vec<(&str, &str)> = keys.iter().map(|(o, k)| (o.as_str(), k.as_str())).collect();
-    let mut found: HashMap<(String, String), IdempotencyRecord> =
-        idempotency::records_of(txn, &keys).await?.into_iter().map(|r| (key(&r), r)).collect();
-    for &n in &lost {
-        let job = &mut batch[adding[n]];
-        let record = job.record().map(key).and_then(|id| found.remove(&id));
-        job.found(record.ok_or_else(|| DbErr::Custom(JobMisused.to_string()))?);
+        keyed.iter().filter_map(|&n| batch[adding[n]].record()).collect();
+    let before = idempotency::claim_all(txn, &records).await?;
+    let mut lost = Vec::new();
+    for (n, record) in keyed.into_iter().zip(before) {
+        if let Some(record) = record {
+            batch[adding[n]].found(record);
+            lost.push(n);
+        }
     }
     Ok(lost)
 }

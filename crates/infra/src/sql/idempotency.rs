@@ -12,7 +12,7 @@
 //! [`batch`](super::batch)): their records are complete when they claim their keys, and one
 //! statement claims all of them.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use animal_store_domain::{
@@ -72,42 +72,81 @@ fn the_key(owner: &str, key: &str) -> Condition {
 }
 
 /// In `txn`: claims the keys of `records` by inserting them, each in place of an expired
-/// record of its key, and returns the keys it claimed (owner, key). A key with an unexpired record, or
-/// one another transaction claimed first (on PostgreSQL this waits for it to end), is not
-/// claimed; neither is its record touched. The rows go in the order of their keys, so that
-/// two transactions claiming the same keys take their locks in one order.
+/// record of its key, and returns, for each of `records` in order, the record of its key
+/// when another write claimed it before (its key then has an unexpired record, or another
+/// transaction claimed it first; on PostgreSQL this waits for that one to end). The rows go
+/// in the order of their keys, so that two transactions claiming the same keys take their
+/// locks in one order.
+///
+/// One statement, which streams nothing back, when every key is free, as under load; when
+/// it changed fewer rows than it was given, one more reads the keys' records: those that are
+/// not `records`' own were claimed before.
 pub(super) async fn claim_all(
     txn: &DatabaseTransaction,
     records: &[&IdempotencyRecord],
-) -> Result<HashSet<(String, String)>, DbErr> {
+) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
     if records.is_empty() {
-        return Ok(HashSet::new());
+        return Ok(Vec::new());
     }
-    let mut records = records.to_vec();
-    records.sort_by_key(|record| (record.owner.as_str(), record.key.as_str()));
+    let insert = claim_statement(records)?;
+    let backend = txn.get_database_backend();
+    let done = txn.execute_raw(backend.build(&insert)).await?;
+    if done.rows_affected() == u64::try_from(records.len()).unwrap_or(u64::MAX) {
+        return Ok(vec![None; records.len()]);
+    }
+    claimed_before(txn, records).await
+}
+
+/// The statement that claims the keys of `records` (see [`claim_all`]), its rows in the
+/// order of their keys.
+fn claim_statement(
+    records: &[&IdempotencyRecord],
+) -> Result<sea_orm::sea_query::InsertStatement, DbErr> {
+    let mut sorted = records.to_vec();
+    sorted.sort_by_key(|record| (record.owner.as_str(), record.key.as_str()));
     let retention = chrono::Duration::from_std(animal_store_domain::idempotency::RETENTION)
         .map_err(|e| DbErr::Custom(e.to_string()))?;
-    // Expired for every write of the statement: a record within the few milliseconds the
+    // Expired for every write of the statement: a record within the second or so the
     // batch's writes arrived in of its end is still answered.
-    let first = records.iter().map(|record| record.created_at).min().unwrap_or_default();
+    let first = sorted.iter().map(|record| record.created_at).min().unwrap_or_default();
     let expired = Expr::col((record::Entity, record::Column::CreatedAt)).lte(first - retention);
     let mut insert = Query::insert();
     insert.into_table(record::Entity).columns(COLUMNS);
-    for record in records {
+    for record in sorted {
         insert.values_panic(row(record));
     }
-    insert
-        .on_conflict(
-            OnConflict::columns([record::Column::Owner, record::Column::Key])
-                .update_columns(COLUMNS.into_iter().skip(2))
-                .action_and_where(expired)
-                .to_owned(),
-        )
-        .returning(Query::returning().columns([record::Column::Owner, record::Column::Key]));
-    let backend = txn.get_database_backend();
-    let rows = txn.query_all_raw(backend.build(&insert)).await?;
-    rows.iter()
-        .map(|row| Ok((row.try_get::<String>("", "owner")?, row.try_get::<String>("", "key")?)))
+    insert.on_conflict(
+        OnConflict::columns([record::Column::Owner, record::Column::Key])
+            .update_columns(COLUMNS.into_iter().skip(2))
+            .action_and_where(expired)
+            .to_owned(),
+    );
+    Ok(insert)
+}
+
+/// In `txn`, once `records` tried to claim their keys: for each of them in order, the record
+/// of its key when it is not that one, which another write claimed before.
+async fn claimed_before(
+    txn: &DatabaseTransaction,
+    records: &[&IdempotencyRecord],
+) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
+    let keys: Vec<(&str, &str)> =
+        records.iter().map(|record| (record.owner.as_str(), record.key.as_str())).collect();
+    let mut stored: HashMap<(String, String), IdempotencyRecord> = records_of(txn, &keys)
+        .await?
+        .into_iter()
+        .map(|record| ((record.owner.as_str().to_owned(), record.key.as_str().to_owned()), record))
+        .collect();
+    records
+        .iter()
+        .map(|&ours| {
+            let id = (ours.owner.as_str().to_owned(), ours.key.as_str().to_owned());
+            match stored.remove(&id) {
+                Some(record) if record == *ours => Ok(None),
+                Some(record) => Ok(Some(record)),
+                None => Err(DbErr::Custom("a claimed key has no record".to_owned())),
+            }
+        })
         .collect()
 }
 
@@ -136,20 +175,13 @@ fn row(record: &IdempotencyRecord) -> [Expr; 7] {
 }
 
 /// In `txn`: the records of `keys` (owner, key), which some transaction has claimed.
-///
-/// # Errors
-///
-/// When one of them has none: a key is claimed only by inserting its record.
-pub(super) async fn records_of(
+async fn records_of(
     txn: &DatabaseTransaction,
     keys: &[(&str, &str)],
 ) -> Result<Vec<IdempotencyRecord>, DbErr> {
     let any_of =
         keys.iter().fold(Condition::any(), |any, (owner, key)| any.add(the_key(owner, key)));
     let rows = record::Entity::find().filter(any_of).all(txn).await?;
-    if rows.len() != keys.len() {
-        return Err(DbErr::Custom("a claimed key has no record".to_owned()));
-    }
     rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e))).collect()
 }
 
@@ -160,11 +192,7 @@ async fn claim(
 ) -> Result<Option<IdempotencyRecord>, DbErr> {
     let unfilled = StoredResponse { status: 0, body: String::new(), location: None };
     let placeholder = IdempotencyRecord::of(write.clone(), unfilled);
-    if !claim_all(txn, &[&placeholder]).await?.is_empty() {
-        return Ok(None);
-    }
-    let mut found = records_of(txn, &[(write.owner.as_str(), write.key.as_str())]).await?;
-    Ok(found.pop())
+    Ok(claim_all(txn, &[&placeholder]).await?.pop().flatten())
 }
 
 /// In `txn`: fills the claimed record of `write` in with `response`.
