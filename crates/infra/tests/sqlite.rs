@@ -123,3 +123,31 @@ async fn pets_added_together_each_get_their_own_id() {
     assert_eq!(listed.len(), 500, "each pet stored once");
     db.close().await;
 }
+
+/// Two servers on one file: the pets they add at once all get distinct ids, each stored
+/// once, and once both have stopped, the next id follows the largest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_writers_on_one_file_never_share_a_pet_id() {
+    let file = SqliteFile::new();
+    let (first, second) = (file.open().await, file.open().await);
+    let adds: Vec<_> = (0..400)
+        .map(|i| {
+            let pets = if i % 2 == 0 { first.pets() } else { second.pets() };
+            tokio::spawn(async move { pets.create(pet(i)).await.expect("create") })
+        })
+        .collect();
+    let mut ids = std::collections::HashSet::new();
+    for add in adds {
+        let added = add.await.expect("a task");
+        assert!(ids.insert(added.id), "{:?} given twice", added.id);
+    }
+    first.close().await;
+    second.close().await;
+    let db = file.open().await;
+    let stored = db.pets().list(None, None, 1000).await.expect("list");
+    assert_eq!(stored.len(), 400, "every pet stored once");
+    let largest = stored.iter().map(|pet| pet.id.get()).max().expect("pets");
+    let next = db.pets().create(pet(400)).await.expect("create");
+    assert!(next.id.get() > largest, "{:?} after {largest}", next.id);
+    db.close().await;
+}
