@@ -20,7 +20,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m0002_create_api_keys",
             "m20261123_000003_key_lifecycle",
             "m20261123_000004_create_orders",
-            "m20261123_000005_create_idempotency_keys"
+            "m20261123_000005_create_idempotency_keys",
+            "m20261123_000006_drop_idempotency_created_at_index"
         ]
     );
 }
@@ -188,5 +189,46 @@ async fn idempotency_keys_join_a_database_with_orders_on_sqlite() {
 async fn idempotency_keys_join_a_database_with_orders_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         idempotency_keys_join_a_database_with_orders(&url).await;
+    }
+}
+
+/// `m20261123_000006_drop_idempotency_created_at_index` on a database with idempotency
+/// records: they stay, still answer, and the sweep still removes the expired ones.
+async fn the_sweep_needs_no_index_on_created_at(url: &str) {
+    let digest = if url.starts_with("sqlite") {
+        format!("X'{}'", "00".repeat(32))
+    } else {
+        format!("'\\x{}'::bytea", "00".repeat(32))
+    };
+    let records = format!(
+        "INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, location, created_at) \
+         VALUES ('oldkey000001', 'kept', {digest}, 201, '{{}}', NULL, '2027-01-15 08:00:00+00:00'), \
+                ('oldkey000001', 'swept', {digest}, 201, '{{}}', NULL, '2027-01-10 08:00:00+00:00')"
+    );
+    let seed = [
+        "INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 2, 'available')",
+        records.as_str(),
+    ];
+    let db = upgraded(url, 5, &seed).await;
+    let owner = KeyId::new("oldkey000001").expect("a key id");
+    let key = |k: &str| IdempotencyKey::new(k).expect("a key");
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).expect("an instant").to_utc();
+    let now = at("2027-01-15T09:00:00Z");
+    assert!(db.idempotency().find(&owner, &key("kept"), now).await.expect("find").is_some());
+    let swept = db.idempotency().sweep(at("2027-01-12T00:00:00Z"), 10).await.expect("sweep");
+    assert_eq!(swept, 1, "the expired record goes");
+    assert!(db.idempotency().find(&owner, &key("kept"), now).await.expect("find").is_some());
+    db.close().await;
+}
+
+#[tokio::test]
+async fn the_sweep_needs_no_index_on_created_at_on_sqlite() {
+    the_sweep_needs_no_index_on_created_at(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn the_sweep_needs_no_index_on_created_at_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        the_sweep_needs_no_index_on_created_at(&url).await;
     }
 }

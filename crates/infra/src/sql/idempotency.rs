@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait as _, OnConflict, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, QueryFilter,
+    EntityTrait, QueryFilter, QuerySelect,
 };
 
 use super::corrupt;
@@ -355,26 +355,31 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
         self.writer.write(move |txn| Box::pin(place_order(txn, write, order, render))).await
     }
 
+    /// Reads up to `batch` expired keys on a reader connection (no index: the table's oldest
+    /// records come first in both databases' order, so with expired records the read is
+    /// short, and without any it reads the table once, beside the writes), then removes them
+    /// by their keys in one short write, each only if it is still expired.
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
         let limit = u64::try_from(batch).unwrap_or(u64::MAX);
+        let expired = record::Entity::find()
+            .select_only()
+            .columns([record::Column::Owner, record::Column::Key])
+            .filter(record::Column::CreatedAt.lt(before))
+            .limit(limit)
+            .into_tuple::<(String, String)>();
+        let keys = self.reads.run(expired.all(&self.readers)).await?;
+        if keys.is_empty() {
+            return Ok(0);
+        }
         self.writer
             .write(move |txn| {
                 Box::pin(async move {
-                    let oldest = Query::select()
-                        .columns([record::Column::Owner, record::Column::Key])
-                        .from(record::Entity)
-                        .and_where(record::Column::CreatedAt.lt(before))
-                        .order_by(record::Column::CreatedAt, sea_orm::Order::Asc)
-                        .limit(limit)
-                        .to_owned();
+                    let any_of = keys
+                        .iter()
+                        .fold(Condition::any(), |any, (owner, key)| any.add(the_key(owner, key)));
                     let done = record::Entity::delete_many()
-                        .filter(
-                            Expr::tuple([
-                                Expr::col(record::Column::Owner),
-                                Expr::col(record::Column::Key),
-                            ])
-                            .in_subquery(oldest),
-                        )
+                        .filter(any_of)
+                        .filter(record::Column::CreatedAt.lt(before))
                         .exec(txn)
                         .await?;
                     Ok(usize::try_from(done.rows_affected).unwrap_or(usize::MAX))

@@ -10,6 +10,7 @@ mod m20261122_000002_create_api_keys;
 mod m20261123_000003_key_lifecycle;
 mod m20261123_000004_create_orders;
 mod m20261123_000005_create_idempotency_keys;
+mod m20261123_000006_drop_idempotency_created_at_index;
 
 use sea_orm_migration::prelude::*;
 
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000003_key_lifecycle::Migration),
             Box::new(m20261123_000004_create_orders::Migration),
             Box::new(m20261123_000005_create_idempotency_keys::Migration),
+            Box::new(m20261123_000006_drop_idempotency_created_at_index::Migration),
         ]
     }
 }
