@@ -83,6 +83,7 @@ pub fn ensure() -> Result<()> {
 pub struct Scripts {
     pub create: std::path::PathBuf,
     pub keyed_create: std::path::PathBuf,
+    pub built_create: std::path::PathBuf,
     pub get_pet: std::path::PathBuf,
     pub mix: std::path::PathBuf,
 }
@@ -100,14 +101,17 @@ impl Scripts {
             ),
         )?;
         // A fresh key per request: the run's start second and the thread's number, then a
-        // counter, so that no round replays another's keys.
-        let keyed_create = dir.join("keyed-create.lua");
-        std::fs::write(
-            &keyed_create,
+        // counter, so that no round replays another's keys. The same requests with another
+        // header in the key's place make the baseline built the same way.
+        let per_request = |header: &str| {
             format!(
-                "local threads = 0\nfunction setup(thread)\n  threads = threads + 1\n  thread:set(\"prefix\", os.time() .. \"-\" .. threads)\nend\nlocal n = 0\nrequest = function()\n  n = n + 1\n  local headers = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\", [\"Idempotency-Key\"] = prefix .. \"-\" .. n}}\n  return wrk.format(\"POST\", \"/v1/pets\", headers, '{NEW_PET}')\nend\n"
-            ),
-        )?;
+                "local threads = 0\nfunction setup(thread)\n  threads = threads + 1\n  thread:set(\"prefix\", os.time() .. \"-\" .. threads)\nend\nlocal n = 0\nrequest = function()\n  n = n + 1\n  local headers = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\", [\"{header}\"] = prefix .. \"-\" .. n}}\n  return wrk.format(\"POST\", \"/v1/pets\", headers, '{NEW_PET}')\nend\n"
+            )
+        };
+        let keyed_create = dir.join("keyed-create.lua");
+        std::fs::write(&keyed_create, per_request("Idempotency-Key"))?;
+        let built_create = dir.join("built-create.lua");
+        std::fs::write(&built_create, per_request("X-Request-Id"))?;
         let get_pet = dir.join("get-pet.lua");
         std::fs::write(
             &get_pet,
@@ -124,6 +128,6 @@ impl Scripts {
                 "local n = 0\nlocal get = {{[\"Authorization\"] = \"Bearer {key}\"}}\nlocal post = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\"}}\nrequest = function()\n  n = n + 1\n  if n % 10 == 0 then\n    return wrk.format(\"POST\", \"/v1/pets\", post, '{NEW_PET}')\n  end\n  return wrk.format(\"GET\", \"/v1/pets?limit=20\", get)\nend\n"
             ),
         )?;
-        Ok(Self { create, keyed_create, get_pet, mix })
+        Ok(Self { create, keyed_create, built_create, get_pet, mix })
     }
 }
