@@ -42,6 +42,9 @@ pub struct Row {
     pub scenario: &'static str,
     pub service: wrk::Figures,
     pub ratio: f64,
+    /// Keyed createPet only: the median of its rounds' ratios to createPet built per request,
+    /// run on the same server just before it.
+    pub paired: Option<f64>,
     pub rss_mib: f64,
 }
 
@@ -218,19 +221,12 @@ const LIST: &str = "/v1/pets?limit=20";
 /// A durable add with a fresh `Idempotency-Key` per request.
 pub const KEYED_CREATE: &str = "keyed createPet";
 /// A durable add built per request like the keyed one, a fresh `X-Request-Id` (which the
-/// service ignores) in the key's place: what the key costs is keyed over this, since wrk
-/// spends the same on building either, on the cores the service runs on.
-pub const BUILT_CREATE: &str = "createPet, built per request";
-const SCENARIOS: [&str; 8] = [
-    "first page",
-    "filtered page",
-    "deep page",
-    "getPet",
-    "90/10 mix",
-    "createPet",
-    BUILT_CREATE,
-    KEYED_CREATE,
-];
+/// service ignores) in the key's place. Each round of keyed createPet runs it on the same
+/// server just before: what the key costs is keyed over this, since wrk spends the same on
+/// building either, on the cores the service runs on, and the two runs are seconds apart.
+const BUILT_CREATE: &str = "createPet, built per request";
+const SCENARIOS: [&str; 7] =
+    ["first page", "filtered page", "deep page", "getPet", "90/10 mix", "createPet", KEYED_CREATE];
 
 /// The path and the script of a scenario on an instance.
 fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>) {
@@ -279,32 +275,39 @@ fn configuration(
     let mut rows = Vec::new();
     for name in SCENARIOS.into_iter().filter(|name| is_chosen("LOAD_SCENARIOS", name)) {
         cmd::header(&format!("{backend}: {name}"));
-        // Per instance, each round's figures and its ratio to that round's ceiling.
-        let mut runs: Vec<Vec<(wrk::Figures, f64)>> =
+        // Per instance, each round's figures and its ratio to that round's ceiling (and, for
+        // keyed createPet, to the add built per request run just before it).
+        let mut runs: Vec<Vec<(wrk::Figures, f64, Option<f64>)>> =
             instances.iter().map(|_| Vec::new()).collect();
         for _ in 0..rounds {
             let top =
                 wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
             for (instance, runs) in instances.iter().zip(&mut runs) {
-                let (path, script) = scenario(name, instance);
                 let service = &instance.service;
-                let figures = wrk::measure(
-                    &format!("{}{path}", service.base),
-                    &service.auth,
-                    script,
-                    seconds,
-                )?;
+                let run = |name: &str| {
+                    let (path, script) = scenario(name, instance);
+                    let url = format!("{}{path}", service.base);
+                    wrk::measure(&url, &service.auth, script, seconds)
+                };
+                let built = if name == KEYED_CREATE { Some(run(BUILT_CREATE)?) } else { None };
+                let figures = run(name)?;
                 let ratio = figures.requests_per_second / top.requests_per_second;
-                runs.push((figures, ratio));
+                let paired = built.map(|b| figures.requests_per_second / b.requests_per_second);
+                runs.push((figures, ratio, paired));
             }
         }
         for (instance, runs) in instances.iter().zip(&runs) {
             let figures = wrk::Figures {
-                requests_per_second: median(runs.iter().map(|(f, _)| f.requests_per_second)),
-                p50_ms: median(runs.iter().map(|(f, _)| f.p50_ms)),
-                p99_ms: median(runs.iter().map(|(f, _)| f.p99_ms)),
+                requests_per_second: median(runs.iter().map(|(f, ..)| f.requests_per_second)),
+                p50_ms: median(runs.iter().map(|(f, ..)| f.p50_ms)),
+                p99_ms: median(runs.iter().map(|(f, ..)| f.p99_ms)),
             };
-            let ratio = median(runs.iter().map(|(_, ratio)| *ratio));
+            let ratio = median(runs.iter().map(|(_, ratio, _)| *ratio));
+            let paired = runs
+                .iter()
+                .map(|(.., paired)| *paired)
+                .collect::<Option<Vec<f64>>>()
+                .map(|paired| median(paired.into_iter()));
             let rss_mib = resident_mib(instance.server.0.id())?;
             println!(
                 "{} pets: {:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
@@ -316,6 +319,7 @@ fn configuration(
                 scenario: name,
                 service: figures,
                 ratio,
+                paired,
                 rss_mib,
             });
         }
