@@ -68,7 +68,12 @@ pub fn run(root: &Path) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
     let rounds = rounds();
     let result = load(&bins, &dir, rounds).and_then(|rows| {
-        if narrowed() { report::print(&rows) } else { report::write(root, &rows, rounds) }
+        if narrowed() {
+            report::print(&rows);
+            Ok(())
+        } else {
+            report::write(root, &rows, rounds)
+        }
     });
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -13,11 +13,9 @@ const BEGIN: &str = "<!-- xtask load: begin -->";
 const END: &str = "<!-- xtask load: end -->";
 
 /// Prints the table of a run that measured some rows only.
-#[allow(clippy::unnecessary_wraps, reason = "the same signature as `write`")]
-pub fn print(rows: &[Row]) -> Result<()> {
+pub fn print(rows: &[Row]) {
     cmd::header("summary (some scenarios only: the docs are left as they are)");
     println!("{}", table(rows));
-    Ok(())
 }
 
 /// Prints the table and writes it, with the chart, into the docs.

@@ -71,6 +71,11 @@ fn the_key(owner: &str, key: &str) -> Condition {
     Condition::all().add(record::Column::Owner.eq(owner)).add(record::Column::Key.eq(key))
 }
 
+/// The records of any of `keys` (owner, key).
+fn any_key<'k>(keys: impl IntoIterator<Item = (&'k str, &'k str)>) -> Condition {
+    keys.into_iter().fold(Condition::any(), |any, (owner, key)| any.add(the_key(owner, key)))
+}
+
 /// In `txn`: claims the keys of `records` by inserting them, each in place of an expired
 /// record of its key, and returns, for each of `records` in order, the record of its key
 /// when another write claimed it before (its key then has an unexpired record, or another
@@ -179,9 +184,7 @@ async fn records_of(
     txn: &DatabaseTransaction,
     keys: &[(&str, &str)],
 ) -> Result<Vec<IdempotencyRecord>, DbErr> {
-    let any_of =
-        keys.iter().fold(Condition::any(), |any, (owner, key)| any.add(the_key(owner, key)));
-    let rows = record::Entity::find().filter(any_of).all(txn).await?;
+    let rows = record::Entity::find().filter(any_key(keys.iter().copied())).all(txn).await?;
     rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e))).collect()
 }
 
@@ -374,11 +377,9 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
         self.writer
             .write(move |txn| {
                 Box::pin(async move {
-                    let any_of = keys
-                        .iter()
-                        .fold(Condition::any(), |any, (owner, key)| any.add(the_key(owner, key)));
+                    let keys = keys.iter().map(|(owner, key)| (owner.as_str(), key.as_str()));
                     let done = record::Entity::delete_many()
-                        .filter(any_of)
+                        .filter(any_key(keys))
                         .filter(record::Column::CreatedAt.lt(before))
                         .exec(txn)
                         .await?;
