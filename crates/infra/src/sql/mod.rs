@@ -39,7 +39,6 @@ use sea_orm::{DatabaseConnection, DbErr};
 use sea_orm_migration::MigratorTrait;
 use thiserror::Error;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
@@ -53,7 +52,7 @@ use pets::PetReaders;
 use pg_readers::PgReaders;
 use reachability::{Reachability, Reads};
 use reader_threads::ReaderThreads;
-use writer::Writer;
+use writer::{Writer, WriterThread};
 
 /// Which database server a [`Database`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +104,7 @@ pub struct DatabaseOptions {
     pub sqlite_max_pages: Option<u32>,
 }
 
-/// An open database: its reader pool and the task that writes.
+/// An open database: its reader pool and the thread that writes.
 pub struct Database {
     connector: Connector,
     readers: DatabaseConnection,
@@ -114,7 +113,7 @@ pub struct Database {
     reads: Arc<Reads>,
     writer: Writer,
     stop_writer: oneshot::Sender<()>,
-    writer_task: JoinHandle<()>,
+    writer_thread: WriterThread,
 }
 
 impl Database {
@@ -149,10 +148,11 @@ impl Database {
         };
         let reachability = Reachability::new(readers.clone(), pet_readers.postgres().cloned());
         let (stop_writer, stop) = oneshot::channel();
-        let (writer, writer_task) =
-            Writer::start(connector.clone(), Arc::clone(&reachability), stop);
+        let (writer, writer_thread) =
+            Writer::start(connector.clone(), Arc::clone(&reachability), stop)
+                .map_err(DatabaseError::Connect)?;
         let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
-        Ok(Self { connector, readers, pet_readers, reads, writer, stop_writer, writer_task })
+        Ok(Self { connector, readers, pet_readers, reads, writer, stop_writer, writer_thread })
     }
 
     /// Applies the migrations not applied yet, on a connection of their own.
@@ -303,7 +303,7 @@ impl Database {
     /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
     /// WAL into the database file, so the next start does not replay it.
     pub async fn close(self) {
-        let Self { readers, pet_readers, stop_writer, writer_task, .. } = self;
+        let Self { readers, pet_readers, stop_writer, writer_thread, .. } = self;
         match pet_readers {
             // The reads already queued finish first.
             PetReaders::Sqlite(threads) => {
@@ -313,8 +313,8 @@ impl Database {
         }
         // The writer may have ended already; then there is nothing to stop.
         let _ = stop_writer.send(());
-        if let Err(err) = writer_task.await {
-            tracing::error!(error = %err, "the database writer task failed");
+        if let Err(err) = writer_thread.ended().await {
+            tracing::error!(error = %err, "the database writer failed");
         }
         if let Err(err) = readers.close().await {
             tracing::warn!(error = %err, "closing the database readers failed");

@@ -37,11 +37,16 @@ pub(super) struct Reachability {
     readers: DatabaseConnection,
     /// PostgreSQL's connections for the pet reads, whose waits can time out too.
     pg_readers: Option<PgReaders>,
+    /// The runtime the probe runs on: the service's, whichever thread observes the failure
+    /// (the writer runs on a runtime of its own).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Reachability {
+    /// Called on the service's runtime, which the probe will run on.
     pub(super) fn new(readers: DatabaseConnection, pg_readers: Option<PgReaders>) -> Arc<Self> {
-        Arc::new(Self { down: AtomicBool::new(false), readers, pg_readers })
+        let runtime = tokio::runtime::Handle::current();
+        Arc::new(Self { down: AtomicBool::new(false), readers, pg_readers, runtime })
     }
 
     /// `Unavailable` at once while the database is known to be unreachable.
@@ -61,7 +66,7 @@ impl Reachability {
                 error = %err,
                 "the database cannot be reached; answering 503 at once until it answers again"
             );
-            tokio::spawn(probe(Arc::downgrade(self)));
+            self.runtime.spawn(probe(Arc::downgrade(self)));
         }
     }
 }

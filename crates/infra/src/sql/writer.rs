@@ -1,11 +1,16 @@
-//! The single writer: every write to a database runs on one task that owns one connection.
+//! The single writer: every write to a database runs on one thread that owns one connection.
 //!
 //! Callers hand the writer a piece of work (statements to run inside a transaction) and wait.
 //! The writer takes everything queued, up to [`MAX_BATCH`] pieces, runs them in one
 //! transaction and commits once (group commit): under load many writes share one durable
 //! sync; alone, a write is committed at once. Each caller gets its own output back after the
-//! commit, or the error that undid the whole transaction. Because the writer is a task of its
-//! own, a client that hangs up cannot interrupt a transaction halfway.
+//! commit, or the error that undid the whole transaction. Because the writer runs on its own,
+//! a client that hangs up cannot interrupt a transaction halfway.
+//!
+//! The writer's thread has a runtime of its own. Every statement of a transaction is a round
+//! trip to the database, and the next one waits for its reply: on the service's runtime, the
+//! writer would wait behind the requests' tasks after every reply, and under load that wait,
+//! not the database, set the pace of every write.
 //!
 //! # The writer's invariant
 //!
@@ -34,7 +39,6 @@ use sea_orm::{
 };
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 use super::outage::Outage;
 use super::reachability::Reachability;
@@ -47,14 +51,14 @@ const QUEUE_DEPTH: usize = 1024;
 /// How long closing a failed connection may take before it is dropped unclosed.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A handle on the writer task. Cheap to clone: clones share the task.
+/// A handle on the writer. Cheap to clone: clones share the writer's thread.
 #[derive(Clone)]
 pub(super) struct Writer {
     queue: mpsc::Sender<Box<dyn Job>>,
     reachability: Arc<Reachability>,
 }
 
-/// The writer task is gone: the database is closing.
+/// The writer is gone: the database is closing.
 #[derive(Debug, Error)]
 #[error("the database writer has stopped")]
 struct WriterStopped;
@@ -71,16 +75,20 @@ struct Shared(Arc<RepositoryError>);
 struct TransactionFailed(Arc<DbErr>);
 
 impl Writer {
-    /// Starts the writer task, which opens its connection with `connector` when it first
-    /// needs one. The task runs until `stop` fires, then commits what is already queued,
-    /// closes its connection and ends; work that arrives later is refused.
+    /// Starts the writer's thread, which opens its connection with `connector` when it first
+    /// needs one. The writer runs until `stop` fires (or is dropped), then commits what is
+    /// already queued, closes its connection and ends; work that arrives later is refused.
     /// While `reachability` says the database cannot be reached, writes are refused at
     /// once, those already queued included.
+    ///
+    /// # Errors
+    ///
+    /// When the thread or its runtime cannot be started.
     pub(super) fn start(
         connector: Connector,
         reachability: Arc<Reachability>,
         stop: oneshot::Receiver<()>,
-    ) -> (Self, JoinHandle<()>) {
+    ) -> Result<(Self, WriterThread), DbErr> {
         let (queue, work) = mpsc::channel(QUEUE_DEPTH);
         let connection = Connection {
             connector,
@@ -88,7 +96,18 @@ impl Writer {
             outage: Outage::new("writes"),
             reachability: Arc::clone(&reachability),
         };
-        (Self { queue, reachability }, tokio::spawn(run(connection, work, stop)))
+        let cannot = |err: std::io::Error| DbErr::Custom(format!("cannot start the writer: {err}"));
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(cannot)?;
+        let (ended, end) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("db-writer".to_owned())
+            .spawn(move || {
+                runtime.block_on(run(connection, work, stop));
+                let _ = ended.send(());
+            })
+            .map_err(cannot)?;
+        Ok((Self { queue, reachability }, WriterThread(end)))
     }
 
     /// Runs `work` inside a write transaction, possibly beside other callers' work, and
@@ -131,6 +150,25 @@ impl Writer {
         let stopped = || RepositoryError::Unavailable(Box::new(WriterStopped));
         self.queue.send(make(reply)).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// The writer's thread, until it ends.
+pub(super) struct WriterThread(oneshot::Receiver<()>);
+
+/// The writer's thread ended without finishing its work: a panic, logged by the panic hook.
+#[derive(Debug, Error)]
+#[error("the database writer's thread ended abnormally")]
+pub(super) struct WriterFailed;
+
+impl WriterThread {
+    /// Waits until the writer has committed what was queued, closed its connection and ended.
+    ///
+    /// # Errors
+    ///
+    /// [`WriterFailed`] when the thread ended another way.
+    pub(super) async fn ended(self) -> Result<(), WriterFailed> {
+        self.0.await.map_err(|_| WriterFailed)
     }
 }
 
