@@ -35,6 +35,17 @@ use crate::system::Process;
 /// The key the ceiling checks.
 const CEILING_KEY: &str = "as_live_ceilingkey00_0123456789abcdefghijklmnopqrstuv";
 
+/// Keyed createPet over the adds without a key run on the same server just before it in
+/// the same round: each a median of the rounds' ratios.
+#[derive(Debug, Clone, Copy)]
+pub struct Paired {
+    /// Over createPet as the table's createPet sends it (one request, built once).
+    pub plain: f64,
+    /// Over the same requests as the keyed ones, built per request with a fresh
+    /// `X-Request-Id` in the key's place.
+    pub built: f64,
+}
+
 /// One scenario's figures, in one configuration.
 pub struct Row {
     pub backend: &'static str,
@@ -42,9 +53,9 @@ pub struct Row {
     pub scenario: &'static str,
     pub service: wrk::Figures,
     pub ratio: f64,
-    /// Keyed createPet only: the median of its rounds' ratios to createPet built per request,
-    /// run on the same server just before it.
-    pub paired: Option<f64>,
+    /// Keyed createPet only: the medians of its rounds' ratios to the adds run on the same
+    /// server just before it.
+    pub paired: Option<Paired>,
     pub rss_mib: f64,
 }
 
@@ -226,9 +237,10 @@ const LIST: &str = "/v1/pets?limit=20";
 /// A durable add with a fresh `Idempotency-Key` per request.
 pub const KEYED_CREATE: &str = "keyed createPet";
 /// A durable add built per request like the keyed one, a fresh `X-Request-Id` (which the
-/// service ignores) in the key's place. Each round of keyed createPet runs it on the same
-/// server just before: what the key costs is keyed over this, since wrk spends the same on
-/// building either, on the cores the service runs on, and the two runs are seconds apart.
+/// service ignores) in the key's place. Each round of keyed createPet runs createPet and
+/// this one on the same server just before it, seconds apart: keyed over createPet is what
+/// the key costs, wrk's building of each request included; keyed over this one leaves out
+/// the building, which wrk does on the cores the service runs on.
 const BUILT_CREATE: &str = "createPet, built per request";
 const SCENARIOS: [&str; 7] =
     ["first page", "filtered page", "deep page", "getPet", "90/10 mix", "createPet", KEYED_CREATE];
@@ -281,8 +293,8 @@ fn configuration(
     for name in SCENARIOS.into_iter().filter(|name| is_chosen("LOAD_SCENARIOS", name)) {
         cmd::header(&format!("{backend}: {name}"));
         // Per instance, each round's figures and its ratio to that round's ceiling (and, for
-        // keyed createPet, to the add built per request run just before it).
-        let mut runs: Vec<Vec<(wrk::Figures, f64, Option<f64>)>> =
+        // keyed createPet, to the adds without a key run just before it).
+        let mut runs: Vec<Vec<(wrk::Figures, f64, Option<Paired>)>> =
             instances.iter().map(|_| Vec::new()).collect();
         for _ in 0..rounds {
             let top =
@@ -294,10 +306,17 @@ fn configuration(
                     let url = format!("{}{path}", service.base);
                     wrk::measure(&url, &service.auth, script, seconds)
                 };
-                let built = if name == KEYED_CREATE { Some(run(BUILT_CREATE)?) } else { None };
+                let before = if name == KEYED_CREATE {
+                    Some((run("createPet")?, run(BUILT_CREATE)?))
+                } else {
+                    None
+                };
                 let figures = run(name)?;
                 let ratio = figures.requests_per_second / top.requests_per_second;
-                let paired = built.map(|b| figures.requests_per_second / b.requests_per_second);
+                let over =
+                    |other: wrk::Figures| figures.requests_per_second / other.requests_per_second;
+                let paired =
+                    before.map(|(plain, built)| Paired { plain: over(plain), built: over(built) });
                 runs.push((figures, ratio, paired));
             }
         }
@@ -308,11 +327,13 @@ fn configuration(
                 p99_ms: median(runs.iter().map(|(f, ..)| f.p99_ms)),
             };
             let ratio = median(runs.iter().map(|(_, ratio, _)| *ratio));
-            let paired = runs
-                .iter()
-                .map(|(.., paired)| *paired)
-                .collect::<Option<Vec<f64>>>()
-                .map(|paired| median(paired.into_iter()));
+            let paired =
+                runs.iter().map(|(.., paired)| *paired).collect::<Option<Vec<_>>>().map(|paired| {
+                    Paired {
+                        plain: median(paired.iter().map(|p| p.plain)),
+                        built: median(paired.iter().map(|p| p.built)),
+                    }
+                });
             let rss_mib = resident_mib(instance.server.0.id())?;
             println!(
                 "{} pets: {:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
