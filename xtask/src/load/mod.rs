@@ -42,7 +42,7 @@ pub struct Paired {
     /// Over createPet as the table's createPet sends it (one request, built once).
     pub plain: f64,
     /// Over the same requests as the keyed ones, built per request with a fresh
-    /// `X-Request-Id` in the key's place.
+    /// `X-Load-Sequence` (ignored by the service) in the key's place.
     pub built: f64,
 }
 
@@ -236,8 +236,8 @@ fn start_instance(
 const LIST: &str = "/v1/pets?limit=20";
 /// A durable add with a fresh `Idempotency-Key` per request.
 pub const KEYED_CREATE: &str = "keyed createPet";
-/// A durable add built per request like the keyed one, a fresh `X-Request-Id` (which the
-/// service ignores) in the key's place. Each round of keyed createPet runs createPet and
+/// A durable add built per request like the keyed one, a fresh `X-Load-Sequence` (a
+/// header the service ignores) in the key's place. Each round of keyed createPet runs createPet and
 /// this one on the same server just before it, seconds apart: keyed over createPet is what
 /// the key costs, wrk's building of each request included; keyed over this one leaves out
 /// the building, which wrk does on the cores the service runs on.
