@@ -20,6 +20,7 @@
 
 pub mod cluster;
 mod report;
+mod scenarios;
 mod wrk;
 
 use std::path::{Path, PathBuf};
@@ -169,7 +170,15 @@ fn load(bins: &Bins, dir: &Path, rounds: u32) -> Result<Vec<Row>> {
     backends.retain(|(backend, _)| is_chosen("LOAD_BACKENDS", backend));
     let mut rows = Vec::new();
     for (backend, url) in &backends {
-        rows.extend(configuration(bins, dir, backend, url, &sizes, &ceiling, (seconds, rounds))?);
+        rows.extend(scenarios::configuration(
+            bins,
+            dir,
+            backend,
+            url,
+            &sizes,
+            &ceiling,
+            (seconds, rounds),
+        )?);
     }
     Ok(rows)
 }
@@ -233,145 +242,6 @@ fn start_instance(
     Ok(Instance { pets, service, scripts, server })
 }
 
-const LIST: &str = "/v1/pets?limit=20";
-/// A durable add with a fresh `Idempotency-Key` per request.
-pub const KEYED_CREATE: &str = "keyed createPet";
-/// A durable add built per request like the keyed one, a fresh `X-Load-Sequence` (a
-/// header the service ignores) in the key's place. Each round of keyed createPet runs createPet and
-/// this one on the same server just before it, seconds apart: keyed over createPet is what
-/// the key costs, wrk's building of each request included; keyed over this one leaves out
-/// the building, which wrk does on the cores the service runs on.
-const BUILT_CREATE: &str = "createPet, built per request";
-const SCENARIOS: [&str; 7] =
-    ["first page", "filtered page", "deep page", "getPet", "90/10 mix", "createPet", KEYED_CREATE];
-
-/// The path and the script of a scenario on an instance.
-fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>) {
-    let scripts = &instance.scripts;
-    match name {
-        "first page" => (LIST.to_owned(), None),
-        "filtered page" => ("/v1/pets?status=pending&limit=20".to_owned(), None),
-        // A cursor 100 pets before the end (its format is the API's own,
-        // crates/api/src/dto/cursor.rs).
-        "deep page" => (
-            format!("/v1/pets?limit=20&cursor={}", cursor(instance.pets.saturating_sub(100))),
-            None,
-        ),
-        "getPet" => ("/".to_owned(), Some(&scripts.get_pet)),
-        "90/10 mix" => ("/".to_owned(), Some(&scripts.mix)),
-        KEYED_CREATE => ("/v1/pets".to_owned(), Some(&scripts.keyed_create)),
-        BUILT_CREATE => ("/v1/pets".to_owned(), Some(&scripts.built_create)),
-        _ => ("/v1/pets".to_owned(), Some(&scripts.create)),
-    }
-}
-
-/// Every scenario on one backend. The servers of all sizes run at once and each scenario
-/// alternates the ceiling and every size, `rounds` times (ABCABC...), so that machine noise
-/// hits the sizes alike and their p50s compare within one minute. A figure is the median of
-/// a size's rounds, and its ratio the median of its rounds' ratios to the ceiling measured
-/// just before: one round the machine slowed down moves neither.
-fn configuration(
-    bins: &Bins,
-    dir: &Path,
-    backend: &'static str,
-    url: &DatabaseUrl<'_>,
-    sizes: &[u64],
-    ceiling: &Target,
-    (seconds, rounds): (u32, u32),
-) -> Result<Vec<Row>> {
-    let instances = sizes
-        .iter()
-        .map(|&pets| start_instance(bins, dir, backend, &url(pets), pets))
-        .collect::<Result<Vec<_>>>()?;
-    let warm = seconds.min(3);
-    wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, warm)?;
-    for instance in &instances {
-        let service = &instance.service;
-        wrk::measure(&format!("{}{LIST}", service.base), &service.auth, None, warm)?;
-    }
-    let mut rows = Vec::new();
-    for name in SCENARIOS.into_iter().filter(|name| is_chosen("LOAD_SCENARIOS", name)) {
-        cmd::header(&format!("{backend}: {name}"));
-        // Per instance, each round's figures and its ratio to that round's ceiling (and, for
-        // keyed createPet, to the adds without a key run just before it).
-        let mut runs: Vec<Vec<(wrk::Figures, f64, Option<Paired>)>> =
-            instances.iter().map(|_| Vec::new()).collect();
-        for _ in 0..rounds {
-            let top =
-                wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
-            for (instance, runs) in instances.iter().zip(&mut runs) {
-                let service = &instance.service;
-                let run = |name: &str| {
-                    let (path, script) = scenario(name, instance);
-                    let url = format!("{}{path}", service.base);
-                    wrk::measure(&url, &service.auth, script, seconds)
-                };
-                let before = if name == KEYED_CREATE {
-                    Some((run("createPet")?, run(BUILT_CREATE)?))
-                } else {
-                    None
-                };
-                let figures = run(name)?;
-                let ratio = figures.requests_per_second / top.requests_per_second;
-                let over =
-                    |other: wrk::Figures| figures.requests_per_second / other.requests_per_second;
-                let paired =
-                    before.map(|(plain, built)| Paired { plain: over(plain), built: over(built) });
-                runs.push((figures, ratio, paired));
-            }
-        }
-        for (instance, runs) in instances.iter().zip(&runs) {
-            let figures = wrk::Figures {
-                requests_per_second: median(runs.iter().map(|(f, ..)| f.requests_per_second)),
-                p50_ms: median(runs.iter().map(|(f, ..)| f.p50_ms)),
-                p99_ms: median(runs.iter().map(|(f, ..)| f.p99_ms)),
-            };
-            let ratio = median(runs.iter().map(|(_, ratio, _)| *ratio));
-            let paired =
-                runs.iter().map(|(.., paired)| *paired).collect::<Option<Vec<_>>>().map(|paired| {
-                    Paired {
-                        plain: median(paired.iter().map(|p| p.plain)),
-                        built: median(paired.iter().map(|p| p.built)),
-                    }
-                });
-            let rss_mib = resident_mib(instance.server.0.id())?;
-            println!(
-                "{} pets: {:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
-                instance.pets, figures.requests_per_second, figures.p50_ms, figures.p99_ms
-            );
-            rows.push(Row {
-                backend,
-                pets: instance.pets,
-                scenario: name,
-                service: figures,
-                ratio,
-                paired,
-                rss_mib,
-            });
-        }
-    }
-    // The table lists one size after the other.
-    rows.sort_by_key(|row| sizes.iter().position(|&pets| pets == row.pets));
-    Ok(rows)
-}
-
-/// The median of `values` (the mean of the middle two when there are evenly many).
-fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut values: Vec<f64> = values.collect();
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => f64::midpoint(values[n / 2 - 1], values[n / 2]),
-    }
-}
-
-/// The API's cursor for the page after pet `after`.
-fn cursor(after: u64) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("after:{after}"))
-}
-
 /// The resident memory of process `pid`, in MiB.
 fn resident_mib(pid: u32) -> Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -384,8 +254,7 @@ fn resident_mib(pid: u32) -> Result<f64> {
     Ok(kib / 1024.0)
 }
 
-/// The server's address, once it has written its ready file; bounded to 60 s.
-/// Waits for a server's `--ready-file` and returns the address it listens on.
+/// Waits for a server's `--ready-file`, up to 60 s, and returns the address it listens on.
 pub fn wait_until_ready(ready_file: &Path) -> Result<String> {
     for _ in 0..600 {
         if let Ok(text) = std::fs::read_to_string(ready_file) {

@@ -63,7 +63,7 @@ fn table(rows: &[Row]) -> String {
         table,
         "\nKeyed createPet (a fresh Idempotency-Key per request) over createPet, run on the same server just before it in every round (the median of the rounds' ratios); then over the same requests built per request with a fresh X-Load-Sequence header (ignored by the service) in the key's place, also run just before; then as the table's rows give it (runs minutes apart), in requests/s:\n"
     );
-    for keyed in rows.iter().filter(|r| r.scenario == super::KEYED_CREATE) {
+    for keyed in rows.iter().filter(|r| r.scenario == super::scenarios::KEYED_CREATE) {
         let as_is = rows.iter().find(|r| {
             r.pets == keyed.pets && r.backend == keyed.backend && r.scenario == "createPet"
         });

@@ -23,7 +23,7 @@ use animal_store_domain::{IdempotencyRecord, NewPet, Pet};
 use sea_orm::{ColumnTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter};
 
 use super::entity::pet;
-use super::writer::{Job, JobMisused};
+use super::job::{Job, JobMisused};
 use super::{Backend, idempotency, pets};
 
 /// Adds the pets of the jobs of `batch` that add one, with their idempotency records, and

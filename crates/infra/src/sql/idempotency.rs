@@ -31,8 +31,9 @@ use sea_orm::{
 use super::corrupt;
 use super::entity::idempotency_key as record;
 use super::failure::in_write;
+use super::job::{Job, JobMisused, Reply, answer};
 use super::reachability::Reads;
-use super::writer::{Job, JobMisused, Reply, Writer, answer};
+use super::writer::Writer;
 
 /// Idempotency records in an SQL database. Cheap to clone: clones share the writer.
 #[derive(Clone)]

@@ -22,6 +22,7 @@ mod connector;
 mod entity;
 mod failure;
 mod idempotency;
+mod job;
 mod keys;
 mod migration;
 mod orders;

@@ -28,10 +28,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::{
-    IdempotencyRecord, IdempotentWrite, NewPet, Pet, PetId, RepositoryError,
-};
-use async_trait::async_trait;
+use animal_store_domain::{NewPet, Pet, RepositoryError};
 use futures_util::future::BoxFuture;
 use sea_orm::{
     DatabaseConnection, DatabaseTransaction, DbErr, IsolationLevel, SqliteTransactionMode,
@@ -40,6 +37,7 @@ use sea_orm::{
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
 
+use super::job::{AddPet, Job, Pending, Reply};
 use super::outage::Outage;
 use super::reachability::Reachability;
 use super::{Backend, Connector, FailureKind};
@@ -127,7 +125,7 @@ impl Writer {
             + Send
             + 'static,
     {
-        self.submit(|reply| Box::new(Pending { work: Some(work), output: None, reply })).await
+        self.submit(|reply| Box::new(Pending::new(work, reply))).await
     }
 
     /// Adds `pet` and returns it with its id once the transaction has committed. On SQLite
@@ -137,7 +135,7 @@ impl Writer {
     ///
     /// [`RepositoryError`] when the transaction did not commit; the pet is not stored then.
     pub(super) async fn add_pet(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        self.submit(|reply| Box::new(AddPet { pet: Some(pet), output: None, reply })).await
+        self.submit(|reply| Box::new(AddPet::new(pet, reply))).await
     }
 
     /// Queues the job `make` builds around the caller's reply, and waits for the reply.
@@ -169,119 +167,6 @@ impl WriterThread {
     /// [`WriterFailed`] when the thread ended another way.
     pub(super) async fn ended(self) -> Result<(), WriterFailed> {
         self.0.await.map_err(|_| WriterFailed)
-    }
-}
-
-/// Where a caller waits for its output.
-pub(super) type Reply<T> = oneshot::Sender<Result<T, RepositoryError>>;
-
-/// Answers a caller once the transaction has ended: with its output when `outcome` is `Ok`
-/// (the transaction committed), with the error otherwise. The caller may have hung up; what
-/// committed stays committed all the same.
-pub(super) fn answer<T>(reply: Reply<T>, output: Option<T>, outcome: Result<(), RepositoryError>) {
-    let answer =
-        outcome.and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
-    let _ = reply.send(answer);
-}
-
-/// One caller's share of a transaction.
-#[async_trait]
-pub(super) trait Job: Send {
-    /// Runs the caller's statements inside the transaction.
-    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr>;
-
-    /// Answers the caller once the transaction has ended: with its output when `outcome`
-    /// is `Ok` (the transaction committed), with the error otherwise.
-    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>);
-
-    /// The pet this job adds, when adding it (and storing its idempotency record) is all the
-    /// job does and it has not run: the writer adds the pets of a batch together (see
-    /// `batch.rs`), then hands each job its id with [`Job::added`].
-    fn pet(&self) -> Option<&NewPet> {
-        None
-    }
-
-    /// Records the id the batch's statements gave this job's pet; the job has run then.
-    fn added(&mut self, _id: PetId) {}
-
-    /// The key of this job, when it adds a pet under an idempotency key and has not run.
-    fn keyed(&self) -> Option<&IdempotentWrite> {
-        None
-    }
-
-    /// The record this job stores, once its pet has an id: the batch's statements claim its
-    /// key with it.
-    fn record(&self) -> Option<&IdempotencyRecord> {
-        None
-    }
-
-    /// Records that another write claimed this job's key first, with this record: the job
-    /// adds nothing and answers it.
-    fn found(&mut self, _record: IdempotencyRecord) {}
-
-    /// Takes this job out of the batch's merged statements: it runs on its own, after them
-    /// (its key is another job's of the same batch, whose record it must then find).
-    fn run_alone(&mut self) {}
-}
-
-/// Adding one pet: work the writer can merge with the other additions of its batch.
-struct AddPet {
-    pet: Option<NewPet>,
-    output: Option<Pet>,
-    reply: Reply<Pet>,
-}
-
-#[async_trait]
-impl Job for AddPet {
-    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
-        if let Some(pet) = self.pet.take() {
-            self.output = Some(super::pets::insert(txn, pet).await?);
-        }
-        Ok(())
-    }
-
-    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
-        let Self { output, reply, .. } = *self;
-        answer(reply, output, outcome);
-    }
-
-    fn pet(&self) -> Option<&NewPet> {
-        self.pet.as_ref()
-    }
-
-    fn added(&mut self, id: PetId) {
-        if let Some(pet) = self.pet.take() {
-            self.output = Some(Pet::from_new(id, pet));
-        }
-    }
-}
-
-struct Pending<T, F> {
-    work: Option<F>,
-    output: Option<T>,
-    reply: Reply<T>,
-}
-
-/// A job whose work ran twice, or whose output went missing: a bug of this module.
-#[derive(Debug, Error)]
-#[error("a write job was run twice or answered before it ran")]
-pub(super) struct JobMisused;
-
-#[async_trait]
-impl<T, F> Job for Pending<T, F>
-where
-    T: Send + 'static,
-    F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>> + Send + 'static,
-{
-    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
-        let work = self.work.take().ok_or_else(|| DbErr::Custom(JobMisused.to_string()))?;
-        self.output = Some(work(txn).await?);
-        Ok(())
-    }
-
-    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
-        let Self { output, reply, .. } = *self;
-        answer(reply, output, outcome);
     }
 }
 
