@@ -2,16 +2,17 @@
 //!
 //! Under load most jobs of a batch (see [`writer`](super::writer)) add one pet, with or
 //! without an idempotency key. Run one after the other, each would cost the writer a round
-//! trip per statement; here they share three:
+//! trip per statement; here they share two:
 //!
 //! - SQLite: one `INSERT` adds every pet (the rows of one statement get consecutive row ids),
 //!   then one statement claims the keys with their complete records
 //!   ([`claim_all`](super::idempotency::claim_all)). A key another write claimed first (a
 //!   retry) is rare: its pet is deleted again, in the same transaction, and the job answers
 //!   the key's record instead.
-//! - PostgreSQL: one query takes the pets' ids from the table's sequence, one statement
-//!   claims the keys with their complete records, and one `INSERT` adds the pets of the
-//!   plain additions and of those that claimed their key.
+//! - PostgreSQL: one query takes the pets' ids from the table's sequence, then one statement
+//!   adds every pet and claims the keys with their complete records (the pets' `INSERT` in a
+//!   data-modifying `WITH`, one round trip for both). The pet of a key claimed before is
+//!   deleted again, as on SQLite.
 //!
 //! A key held by two jobs of one batch is claimed by the first; the other runs alone, after
 //! the merged statements, and finds the first one's record. A batch whose only addition is
@@ -19,7 +20,8 @@
 
 use std::collections::HashSet;
 
-use animal_store_domain::{IdempotencyRecord, NewPet, Pet};
+use animal_store_domain::{IdempotencyRecord, NewPet, Pet, PetId};
+use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ColumnTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter};
 
 use super::entity::pet;
@@ -69,12 +71,8 @@ async fn sqlite(
     for (&i, &id) in adding.iter().zip(&ids) {
         batch[i].added(id);
     }
-    let lost = claim(txn, batch, adding).await?;
-    if lost.is_empty() {
-        return Ok(());
-    }
-    let unwanted = lost.iter().map(|&n| ids[n].get());
-    pet::Entity::delete_many().filter(pet::Column::Id.is_in(unwanted)).exec(txn).await.map(drop)
+    let lost = claim(txn, batch, adding, None).await?;
+    delete_lost(txn, &ids, &lost).await
 }
 
 async fn postgres(
@@ -89,13 +87,22 @@ async fn postgres(
         rows.push(Pet::from_new(id, new));
         batch[i].added(id);
     }
-    let lost: HashSet<usize> = claim(txn, batch, adding).await?.into_iter().collect();
-    let rows: Vec<Pet> = rows
-        .into_iter()
-        .enumerate()
-        .filter_map(|(n, row)| (!lost.contains(&n)).then_some(row))
-        .collect();
-    pets::insert_postgres_rows(txn, &rows).await
+    let lost = claim(txn, batch, adding, Some(pets::postgres_rows(&rows))).await?;
+    delete_lost(txn, &ids, &lost).await
+}
+
+/// Deletes the pets of the additions that lost their key (their places in `adding`), added
+/// by the batch's statement all the same.
+async fn delete_lost(
+    txn: &DatabaseTransaction,
+    ids: &[PetId],
+    lost: &[usize],
+) -> Result<(), DbErr> {
+    if lost.is_empty() {
+        return Ok(());
+    }
+    let unwanted = lost.iter().map(|&n| ids[n].get());
+    pet::Entity::delete_many().filter(pet::Column::Id.is_in(unwanted)).exec(txn).await.map(drop)
 }
 
 /// Claims the keys of the added jobs' records with one statement. Every job whose key was
@@ -104,12 +111,13 @@ async fn claim(
     txn: &DatabaseTransaction,
     batch: &mut [Box<dyn Job>],
     adding: &[usize],
+    alongside: Option<InsertStatement>,
 ) -> Result<Vec<usize>, DbErr> {
     let keyed: Vec<usize> =
         (0..adding.len()).filter(|&n| batch[adding[n]].record().is_some()).collect();
     let records: Vec<&IdempotencyRecord> =
         keyed.iter().filter_map(|&n| batch[adding[n]].record()).collect();
-    let before = idempotency::claim_all(txn, &records).await?;
+    let before = idempotency::claim_all(txn, &records, alongside).await?;
     let mut lost = Vec::new();
     for (n, record) in keyed.into_iter().zip(before) {
         if let Some(record) = record {

@@ -22,7 +22,9 @@ use animal_store_domain::{
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait as _, OnConflict, Query};
+use sea_orm::sea_query::{
+    CommonTableExpression, Expr, ExprTrait as _, InsertStatement, OnConflict, Query, WithClause,
+};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
     EntityTrait, QueryFilter, QuerySelect,
@@ -87,15 +89,26 @@ fn any_key<'k>(keys: impl IntoIterator<Item = (&'k str, &'k str)>) -> Condition 
 /// One statement, which streams nothing back, when every key is free, as under load; when
 /// it changed fewer rows than it was given, one more reads the keys' records: those that are
 /// not `records`' own were claimed before.
+///
+/// `alongside`, on PostgreSQL only, is another insert run by the same statement (a
+/// data-modifying `WITH`): one round trip for both. It runs whatever the claim finds.
 pub(super) async fn claim_all(
     txn: &DatabaseTransaction,
     records: &[&IdempotencyRecord],
+    alongside: Option<InsertStatement>,
 ) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
+    let backend = txn.get_database_backend();
     if records.is_empty() {
+        if let Some(other) = alongside {
+            txn.execute_raw(backend.build(&other)).await?;
+        }
         return Ok(Vec::new());
     }
-    let insert = claim_statement(records)?;
-    let backend = txn.get_database_backend();
+    let mut insert = claim_statement(records)?;
+    if let Some(other) = alongside {
+        let cte = CommonTableExpression::new().query(other).table_name(ALONGSIDE).to_owned();
+        insert.with_cte(WithClause::new().cte(cte).to_owned());
+    }
     let done = txn.execute_raw(backend.build(&insert)).await?;
     if done.rows_affected() == u64::try_from(records.len()).unwrap_or(u64::MAX) {
         return Ok(vec![None; records.len()]);
@@ -156,6 +169,9 @@ async fn claimed_before(
         .collect()
 }
 
+/// The name of the insert a claim runs [`claim_all`]'s `alongside`.
+const ALONGSIDE: &str = "alongside";
+
 /// The columns of a record, the key's two first.
 const COLUMNS: [record::Column; 7] = [
     record::Column::Owner,
@@ -196,7 +212,7 @@ async fn claim(
 ) -> Result<Option<IdempotencyRecord>, DbErr> {
     let unfilled = StoredResponse { status: 0, body: String::new(), location: None };
     let placeholder = IdempotencyRecord::of(write.clone(), unfilled);
-    Ok(claim_all(txn, &[&placeholder]).await?.pop().flatten())
+    Ok(claim_all(txn, &[&placeholder], None).await?.pop().flatten())
 }
 
 /// In `txn`: fills the claimed record of `write` in with `response`.
