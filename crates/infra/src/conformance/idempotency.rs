@@ -204,8 +204,8 @@ async fn one_key_at_once(stores: &IdempotencyStores<'_>) {
 }
 
 /// Concurrent writes with many keys, some of them twice and one used before: each key adds
-/// one pet, whose record answers it (stores that add a batch's pets together must keep each
-/// key to its own pet).
+/// one pet, whose record answers it, and that pet is stored (stores that add a batch's pets
+/// together, then remove those of keys used before, must keep each key to its own pet).
 async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
     let used = write("ownere000000", "many-used", b"{}", 300);
     let render = |pet: &animal_store_domain::Pet| created(pet.id.get());
@@ -237,6 +237,8 @@ async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
             stores.records.find(&owner, &IdempotencyKey::new(key).expect("a key"), at(302)).await;
         let record = record.expect("find").expect("each key has its record");
         assert_eq!(record.response, created(pet.id.get()), "{key}: its record names its own pet");
+        let kept = stores.pets.get(pet.id).await.expect("get");
+        assert_eq!(kept.as_ref(), Some(pet), "{key}: its pet is stored, not another's removed");
     }
 }
 
