@@ -36,8 +36,8 @@ use crate::system::Process;
 /// The key the ceiling checks.
 const CEILING_KEY: &str = "as_live_ceilingkey00_0123456789abcdefghijklmnopqrstuv";
 
-/// Keyed createPet over the adds without a key run on the same server just before it in
-/// the same round: each a median of the rounds' ratios.
+/// Keyed createPet over the adds without a key run beside it on the same server in the same
+/// round (before it in one round, after it in the next): each a median of the rounds' ratios.
 #[derive(Debug, Clone, Copy)]
 pub struct Paired {
     /// Over createPet as the table's createPet sends it (one request, built once).
@@ -54,8 +54,8 @@ pub struct Row {
     pub scenario: &'static str,
     pub service: wrk::Figures,
     pub ratio: f64,
-    /// Keyed createPet only: the medians of its rounds' ratios to the adds run on the same
-    /// server just before it.
+    /// Keyed createPet only: the medians of its rounds' ratios to the adds run beside it on
+    /// the same server.
     pub paired: Option<Paired>,
     pub rss_mib: f64,
 }

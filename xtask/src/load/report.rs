@@ -58,10 +58,10 @@ fn table(rows: &[Row]) -> String {
         );
     }
     // What a fresh Idempotency-Key per request costs a durable add: keyed over the adds
-    // without a key run on the same server just before it in every round, seconds apart.
+    // without a key run beside it on the same server in every round, seconds apart.
     let _ = writeln!(
         table,
-        "\nKeyed createPet (a fresh Idempotency-Key per request) over createPet, run on the same server just before it in every round (the median of the rounds' ratios); then over the same requests built per request with a fresh X-Load-Sequence header (ignored by the service) in the key's place, also run just before; then as the table's rows give it (runs minutes apart), in requests/s:\n"
+        "\nKeyed createPet (a fresh Idempotency-Key per request) over createPet, run beside it on the same server in every round, before it in one round and after it in the next (the median of the rounds' ratios); then over the same requests built per request with a fresh X-Load-Sequence header (ignored by the service) in the key's place, run between them; then as the table's rows give it (runs minutes apart), in requests/s:\n"
     );
     for keyed in rows.iter().filter(|r| r.scenario == super::scenarios::KEYED_CREATE) {
         let as_is = rows.iter().find(|r| {
