@@ -6,7 +6,7 @@
 //!
 //! - SQLite: one `INSERT` adds every pet (the rows of one statement get consecutive row ids),
 //!   then one statement claims the keys with their complete records
-//!   ([`claim_all`](super::idempotency::claim_all)). A key another write claimed first (a
+//!   ([`claim_all`](super::claim::claim_all)). A key another write claimed first (a
 //!   retry) is rare: its pet is deleted again, in the same transaction, and the job answers
 //!   the key's record instead.
 //! - PostgreSQL: one query takes the pets' ids from the table's sequence, then one statement
@@ -24,9 +24,10 @@ use animal_store_domain::{IdempotencyRecord, NewPet, Pet, PetId};
 use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ColumnTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter};
 
+use super::claim::claim_all;
 use super::entity::pet;
 use super::job::{Job, JobMisused};
-use super::{Backend, idempotency, pets};
+use super::{Backend, pets};
 
 /// Adds the pets of the jobs of `batch` that add one, with their idempotency records, and
 /// hands each job its outcome; those jobs have run then.
@@ -117,7 +118,7 @@ async fn claim(
         (0..adding.len()).filter(|&n| batch[adding[n]].record().is_some()).collect();
     let records: Vec<&IdempotencyRecord> =
         keyed.iter().filter_map(|&n| batch[adding[n]].record()).collect();
-    let before = idempotency::claim_all(txn, &records, alongside).await?;
+    let before = claim_all(txn, &records, alongside).await?;
     let mut lost = Vec::new();
     for (n, record) in keyed.into_iter().zip(before) {
         if let Some(record) = record {

@@ -13,11 +13,12 @@
 //!   (`pg_readers.rs`); keys and the readiness check use a pool of up to four; one writer
 //!   connection.
 //!
-//! Every write goes through one task, the writer, which owns the writer connection, commits
+//! Every write goes through one thread, the writer, which owns the writer connection, commits
 //! queued writes together (group commit) and replaces its connection after any failure. See
 //! `writer.rs` for the invariant that keeps an acknowledged write stored.
 
 mod batch;
+mod claim;
 mod connector;
 mod entity;
 mod failure;

@@ -1,0 +1,138 @@
+//! Claiming idempotency keys: many records inserted by one statement, each in place of an
+//! expired record of its key, and what another write claimed before.
+
+use std::collections::HashMap;
+
+use animal_store_domain::IdempotencyRecord;
+use sea_orm::sea_query::{
+    CommonTableExpression, Expr, ExprTrait as _, InsertStatement, OnConflict, Query, WithClause,
+};
+use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter};
+
+use super::entity::idempotency_key as record;
+use super::failure::in_write;
+use super::idempotency::{any_key, to_record};
+
+/// In `txn`: claims the keys of `records` by inserting them, each in place of an expired
+/// record of its key, and returns, for each of `records` in order, the record of its key
+/// when another write claimed it before (its key then has an unexpired record, or another
+/// transaction claimed it first; on PostgreSQL this waits for that one to end). The rows go
+/// in the order of their keys, so that two transactions claiming the same keys take their
+/// locks in one order.
+///
+/// One statement, which streams nothing back, when every key is free, as under load; when
+/// it changed fewer rows than it was given, one more reads the keys' records: those that are
+/// not `records`' own were claimed before.
+///
+/// `alongside`, on PostgreSQL only, is another insert run by the same statement (a
+/// data-modifying `WITH`): one round trip for both. It runs whatever the claim finds.
+pub(super) async fn claim_all(
+    txn: &DatabaseTransaction,
+    records: &[&IdempotencyRecord],
+    alongside: Option<InsertStatement>,
+) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
+    let backend = txn.get_database_backend();
+    if records.is_empty() {
+        if let Some(other) = alongside {
+            txn.execute_raw(backend.build(&other)).await?;
+        }
+        return Ok(Vec::new());
+    }
+    let mut insert = claim_statement(records)?;
+    if let Some(other) = alongside {
+        let cte = CommonTableExpression::new().query(other).table_name(ALONGSIDE).to_owned();
+        insert.with_cte(WithClause::new().cte(cte).to_owned());
+    }
+    let done = txn.execute_raw(backend.build(&insert)).await?;
+    if done.rows_affected() == u64::try_from(records.len()).unwrap_or(u64::MAX) {
+        return Ok(vec![None; records.len()]);
+    }
+    claimed_before(txn, records).await
+}
+
+/// The statement that claims the keys of `records` (see [`claim_all`]), its rows in the
+/// order of their keys.
+fn claim_statement(records: &[&IdempotencyRecord]) -> Result<InsertStatement, DbErr> {
+    let mut sorted = records.to_vec();
+    sorted.sort_by_key(|record| (record.owner.as_str(), record.key.as_str()));
+    let retention = chrono::Duration::from_std(animal_store_domain::idempotency::RETENTION)
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
+    // Expired for every write of the statement: a record within the second or so the
+    // batch's writes arrived in of its end is still answered.
+    let first = sorted.iter().map(|record| record.created_at).min().unwrap_or_default();
+    let expired = Expr::col((record::Entity, record::Column::CreatedAt)).lte(first - retention);
+    let mut insert = Query::insert();
+    insert.into_table(record::Entity).columns(COLUMNS);
+    for record in sorted {
+        insert.values_panic(row(record));
+    }
+    insert.on_conflict(
+        OnConflict::columns([record::Column::Owner, record::Column::Key])
+            .update_columns(COLUMNS.into_iter().skip(2))
+            .action_and_where(expired)
+            .to_owned(),
+    );
+    Ok(insert)
+}
+
+/// In `txn`, once `records` tried to claim their keys: for each of them in order, the record
+/// of its key when it is not that one, which another write claimed before.
+async fn claimed_before(
+    txn: &DatabaseTransaction,
+    records: &[&IdempotencyRecord],
+) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
+    let keys: Vec<(&str, &str)> =
+        records.iter().map(|record| (record.owner.as_str(), record.key.as_str())).collect();
+    let mut stored: HashMap<(String, String), IdempotencyRecord> = records_of(txn, &keys)
+        .await?
+        .into_iter()
+        .map(|record| ((record.owner.as_str().to_owned(), record.key.as_str().to_owned()), record))
+        .collect();
+    records
+        .iter()
+        .map(|&ours| {
+            let id = (ours.owner.as_str().to_owned(), ours.key.as_str().to_owned());
+            match stored.remove(&id) {
+                Some(record) if record == *ours => Ok(None),
+                Some(record) => Ok(Some(record)),
+                None => Err(DbErr::Custom("a claimed key has no record".to_owned())),
+            }
+        })
+        .collect()
+}
+
+/// The name of the insert a claim runs [`claim_all`]'s `alongside`.
+const ALONGSIDE: &str = "alongside";
+
+/// The columns of a record, the key's two first.
+const COLUMNS: [record::Column; 7] = [
+    record::Column::Owner,
+    record::Column::Key,
+    record::Column::Fingerprint,
+    record::Column::Status,
+    record::Column::Body,
+    record::Column::Location,
+    record::Column::CreatedAt,
+];
+
+/// The values of `record`, in the order of [`COLUMNS`].
+fn row(record: &IdempotencyRecord) -> [Expr; 7] {
+    [
+        record.owner.as_str().into(),
+        record.key.as_str().into(),
+        record.fingerprint.to_bytes().to_vec().into(),
+        i32::from(record.response.status).into(),
+        record.response.body.as_str().into(),
+        record.response.location.clone().into(),
+        record.created_at.into(),
+    ]
+}
+
+/// In `txn`: the records of `keys` (owner, key), which some transaction has claimed.
+async fn records_of(
+    txn: &DatabaseTransaction,
+    keys: &[(&str, &str)],
+) -> Result<Vec<IdempotencyRecord>, DbErr> {
+    let rows = record::Entity::find().filter(any_key(keys.iter().copied())).all(txn).await?;
+    rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e))).collect()
+}
