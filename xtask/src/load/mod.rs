@@ -8,9 +8,10 @@
 //! pets; `LOAD_SIZES=10000` for a quick run), it seeds a fresh database, starts the server
 //! with an enterprise key whose quota cannot bind, warms it and the ceiling up, and runs each
 //! scenario with wrk (2 threads, 32 connections, `LOAD_SECONDS` seconds, 5 by default)
-//! alternately on the ceiling and on the service, `LOAD_ROUNDS` times (3 by default), so that
-//! machine noise hits both. Every figure is the median of its rounds, and also given as the
-//! median of its ratios to the ceiling of the same round.
+//! alternately on the ceiling and on the service, `LOAD_ROUNDS` times (3 by default; keyed
+//! createPet twice as many less one), so that machine noise hits both. Every figure is the
+//! median of its rounds, and also given as the median of its ratios to the ceiling of the
+//! same round.
 //!
 //! The table is printed, and written to `docs/benchmarks.md` between its load markers, with
 //! a chart (`docs/load.svg`). `LOAD_SCENARIOS` (names, comma-separated, e.g.
@@ -45,6 +46,8 @@ pub struct Paired {
     /// Over the same requests as the keyed ones, built per request with a fresh
     /// `X-Load-Sequence` (ignored by the service) in the key's place.
     pub built: f64,
+    /// How many rounds the medians are of.
+    pub rounds: usize,
 }
 
 /// One scenario's figures, in one configuration.

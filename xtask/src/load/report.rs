@@ -29,9 +29,10 @@ pub fn write(root: &Path, rows: &[Row], rounds: u32) -> Result<()> {
     let (before, rest) = doc.split_once(BEGIN).context("docs/benchmarks.md has no load markers")?;
     let (_, after) = rest.split_once(END).context("docs/benchmarks.md has no end marker")?;
     let section = format!(
-        "{BEGIN}\nMeasured by `cargo xtask load` {}. The servers of both sizes run at once, and each scenario runs on the ceiling and on every size in turn, {} times (ABCABC...): each figure is the median of its rounds, each ratio the median of its rounds' ratios to the ceiling run just before, and noise hits the sizes alike.\n\n{table}\n![The figures as a chart](load.svg)\n{END}",
+        "{BEGIN}\nMeasured by `cargo xtask load` {}. The servers of both sizes run at once, and each scenario runs on the ceiling and on every size in turn, {} times (ABCABC...; keyed createPet {} times): each figure is the median of its rounds, each ratio the median of its rounds' ratios to the ceiling run just before, and noise hits the sizes alike.\n\n{table}\n![The figures as a chart](load.svg)\n{END}",
         machine(),
-        rounds
+        rounds,
+        super::scenarios::keyed_rounds(rounds)
     );
     std::fs::write(&path, format!("{before}{section}{after}"))?;
     std::fs::write(root.join("docs/load.svg"), chart(rows))?;
@@ -75,8 +76,8 @@ fn table(rows: &[Row]) -> String {
         });
         let _ = writeln!(
             table,
-            "- {}, {} pets: {:.2} (built per request: {:.2}{rows})",
-            keyed.backend, keyed.pets, paired.plain, paired.built,
+            "- {}, {} pets, {} rounds: {:.2} (built per request: {:.2}{rows})",
+            keyed.backend, keyed.pets, paired.rounds, paired.plain, paired.built,
         );
     }
     // The cost of the page kinds at the largest table against the smallest.
