@@ -25,7 +25,7 @@ const PAGE: &str = "/v1/pets?limit=20";
 
 /// Runs the measurement and writes its table.
 pub fn run(root: &Path) -> Result<()> {
-    let seconds: u32 = super::setting("LOAD_SECONDS", 5);
+    let seconds = super::seconds();
     let server = super::build_server(root)?;
     cmd::header("starting the cluster");
     let cluster = Cluster::start(&server)?;

@@ -19,7 +19,8 @@ pub fn print(rows: &[Row]) {
 }
 
 /// Prints the table and writes it, with the chart, into the docs.
-pub fn write(root: &Path, rows: &[Row], rounds: u32) -> Result<()> {
+pub fn write(root: &Path, rows: &[Row], (seconds, rounds): (u32, u32)) -> Result<()> {
+    let (keyed_seconds, keyed_rounds) = super::scenarios::keyed_rounds(seconds, rounds);
     let table = table(rows);
     cmd::header("summary");
     println!("{table}");
@@ -29,10 +30,11 @@ pub fn write(root: &Path, rows: &[Row], rounds: u32) -> Result<()> {
     let (before, rest) = doc.split_once(BEGIN).context("docs/benchmarks.md has no load markers")?;
     let (_, after) = rest.split_once(END).context("docs/benchmarks.md has no end marker")?;
     let section = format!(
-        "{BEGIN}\nMeasured by `cargo xtask load` {}. The servers of both sizes run at once, and each scenario runs on the ceiling and on every size in turn, {} times (ABCABC...; keyed createPet {} times): each figure is the median of its rounds, each ratio the median of its rounds' ratios to the ceiling run just before, and noise hits the sizes alike.\n\n{table}\n![The figures as a chart](load.svg)\n{END}",
+        "{BEGIN}\nMeasured by `cargo xtask load` {}. The servers of both sizes run at once, and each scenario runs on the ceiling and on every size in turn, {} times (ABCABC...; keyed createPet {} times, in runs of {} s): each figure is the median of its rounds, each ratio the median of its rounds' ratios to the ceiling run just before, and noise hits the sizes alike.\n\n{table}\n![The figures as a chart](load.svg)\n{END}",
         machine(),
         rounds,
-        super::scenarios::keyed_rounds(rounds)
+        keyed_rounds,
+        keyed_seconds,
     );
     std::fs::write(&path, format!("{before}{section}{after}"))?;
     std::fs::write(root.join("docs/load.svg"), chart(rows))?;

@@ -71,7 +71,8 @@ pub(super) fn configuration(
         // keyed createPet, to the adds without a key run beside it).
         let mut runs: Vec<Vec<(wrk::Figures, f64, Option<Paired>)>> =
             instances.iter().map(|_| Vec::new()).collect();
-        let rounds = if name == KEYED_CREATE { keyed_rounds(rounds) } else { rounds };
+        let (seconds, rounds) =
+            if name == KEYED_CREATE { keyed_rounds(seconds, rounds) } else { (seconds, rounds) };
         for round in 0..rounds {
             let top =
                 wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
@@ -135,12 +136,15 @@ pub(super) fn configuration(
     Ok(rows)
 }
 
-/// How many rounds keyed createPet runs when the other scenarios run `rounds`: twice as
-/// many less one (5 for 3). Its figure is a ratio of two runs seconds apart, each as noisy as
-/// any scenario's run, and a median of more rounds moves less from one run of the task to
-/// the next.
-pub(super) fn keyed_rounds(rounds: u32) -> u32 {
-    (2 * rounds).saturating_sub(1).max(1)
+/// How long each run of keyed createPet lasts, and how many rounds it runs, when the other
+/// scenarios run `rounds` of `seconds`: runs two fifths as long (2 s for 5) and four times as
+/// many rounds (12 for 3), in about the time of the other scenarios' rounds. Its figure is a
+/// ratio of two runs seconds apart, each as noisy as any scenario's run, and on this kind of
+/// machine the noise comes in bursts and drifts over minutes: shorter runs put the two of a
+/// ratio closer together, and a median of more of them moves less from one run of the task
+/// to the next.
+pub(super) fn keyed_rounds(seconds: u32, rounds: u32) -> (u32, u32) {
+    ((seconds * 2).div_ceil(5).max(1), 4 * rounds)
 }
 
 /// One round of keyed createPet with `run`: the keyed adds, createPet and the adds built per
