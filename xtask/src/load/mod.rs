@@ -9,9 +9,9 @@
 //! with an enterprise key whose quota cannot bind, warms it and the ceiling up, and runs each
 //! scenario with wrk (2 threads, 32 connections, `LOAD_SECONDS` seconds, 5 by default)
 //! alternately on the ceiling and on the service, `LOAD_ROUNDS` times (3 by default; keyed
-//! createPet four times as many, in runs two fifths as long), so that machine noise hits both. Every figure is the
-//! median of its rounds, and also given as the median of its ratios to the ceiling of the
-//! same round.
+//! createPet four times as many, in runs two fifths as long), so that machine noise hits
+//! both. Every figure is the median of its rounds, and also given as the median of its ratios
+//! to the ceiling of the same round.
 //!
 //! The table is printed, and written to `docs/benchmarks.md` between its load markers, with
 //! a chart (`docs/load.svg`). `LOAD_SCENARIOS` (names, comma-separated, e.g.

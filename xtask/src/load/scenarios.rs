@@ -138,7 +138,7 @@ pub(super) fn configuration(
 
 /// How long each run of keyed createPet lasts, and how many rounds it runs, when the other
 /// scenarios run `rounds` of `seconds`: runs two fifths as long (2 s for 5) and four times as
-/// many rounds (12 for 3), in about the time of the other scenarios' rounds. Its figure is a
+/// many rounds (12 for 3), in about the time five rounds of full runs take. Its figure is a
 /// ratio of two runs seconds apart, each as noisy as any scenario's run, and on this kind of
 /// machine the noise comes in bursts and drifts over minutes: shorter runs put the two of a
 /// ratio closer together, and a median of more of them moves less from one run of the task
