@@ -1,9 +1,10 @@
 //! Bearer authentication (`docs/api.md#authentication`).
 //!
-//! [`resolve_key`] runs in the middleware, once per request and before anything else that
+//! The guard (`middleware/guard.rs`) runs once per request and before anything else that
 //! needs to know the caller (the rate limiter counts per key): it reads
-//! `Authorization: Bearer <key>` (scheme name in any case) and, when the key is live, leaves
-//! an [`Authenticated`] in the request. Operations take a [`BearerKey`], which documents the
+//! `Authorization: Bearer <key>` (scheme name in any case), looks the key up ([`look_up`])
+//! and, when the key is live and the request admitted, leaves an [`Authenticated`] in the
+//! request ([`accept`]). Operations take a [`BearerKey`], which documents the
 //! scheme and refuses the request with 401 when no live key was found. Missing, malformed,
 //! unknown, revoked and other-environment keys are all the same 401.
 
@@ -42,30 +43,29 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Looks up the request's key and, when it is live, records it in the request.
+/// Looks up the key `token` in the key store: the live key, or `None` for any key that is
+/// not one (missing, malformed, unknown, revoked, expired, of another environment).
 ///
 /// # Errors
 ///
 /// 503 `service_unavailable` (or 500) when the key store cannot be read.
-pub async fn resolve_key(keys: &KeyService, req: &mut Request) -> Result<Option<ApiKey>, ApiError> {
-    let Some(token) = bearer_token(req.headers()) else {
-        return Ok(None);
-    };
-    let key = keys.authenticate(token).await?;
-    if let Some(key) = &key {
-        tracing::Span::current().record("key_id", key.id.as_str());
-        // Bookkeeping: a failure to record the last use must not fail the request.
-        match keys.record_use(key).await {
-            Ok(()) => {}
-            // The store logs an outage once, when it starts and when it ends.
-            Err(err @ RepositoryError::Unavailable(_)) => {
-                tracing::debug!(error = %err, "cannot record the key's last use");
-            }
-            Err(err) => tracing::warn!(error = %err, "cannot record the key's last use"),
+pub async fn look_up(keys: &KeyService, token: &str) -> Result<Option<ApiKey>, ApiError> {
+    Ok(keys.authenticate(token).await?)
+}
+
+/// Lets the live `key` act for the admitted request: records it in the request and notes
+/// its use.
+pub async fn accept(keys: &KeyService, req: &mut Request, key: ApiKey) {
+    // Bookkeeping: a failure to record the last use must not fail the request.
+    match keys.record_use(&key).await {
+        Ok(()) => {}
+        // The store logs an outage once, when it starts and when it ends.
+        Err(err @ RepositoryError::Unavailable(_)) => {
+            tracing::debug!(error = %err, "cannot record the key's last use");
         }
-        req.extensions_mut().insert(Authenticated(key.clone()));
+        Err(err) => tracing::warn!(error = %err, "cannot record the key's last use"),
     }
-    Ok(key)
+    req.extensions_mut().insert(Authenticated(key));
 }
 
 #[cfg(test)]

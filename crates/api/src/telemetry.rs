@@ -62,6 +62,9 @@ pub enum Outcome {
     AddressLimited,
     /// Refused because the shared counters could not be reached (`--limiter-failure closed`).
     StoreUnavailable,
+    /// Answered 503 because the key store could not tell whether the key is valid: counted
+    /// against nothing.
+    KeyStoreUnavailable,
 }
 
 impl Outcome {
@@ -72,6 +75,7 @@ impl Outcome {
             Self::Suspended => "suspended",
             Self::AddressLimited => "address_limited",
             Self::StoreUnavailable => "store_unavailable",
+            Self::KeyStoreUnavailable => "key_store_unavailable",
         }
     }
 }

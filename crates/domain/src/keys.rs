@@ -206,14 +206,31 @@ impl KeyService {
         if presented.environment != self.environment {
             return Ok(None);
         }
-        let Some(key) = self.keys.find_by_digest(&presented.digest).await? else {
-            return Ok(None);
+        let key = self.keys.find_by_digest(&presented.digest).await?;
+        Ok(key.filter(|key| self.is_live(key, &presented)))
+    }
+
+    /// What [`Self::authenticate`] would answer for `presented`, when it can tell without
+    /// reading the key store: a key that cannot be one of this service's is known not to be
+    /// live, and a key the store has at hand (a cached lookup) is known either way. `None`
+    /// when only a lookup can tell.
+    pub async fn authenticate_at_hand(&self, presented: &str) -> Option<Option<ApiKey>> {
+        let Some(presented) = PresentedKey::parse(presented) else {
+            return Some(None);
         };
-        let live = key.digest.matches(&presented.digest)
+        if presented.environment != self.environment {
+            return Some(None);
+        }
+        let key = self.keys.find_at_hand(&presented.digest).await?;
+        Some(key.filter(|key| self.is_live(key, &presented)))
+    }
+
+    /// Whether `key`, found by the digest of `presented`, is that key and works now.
+    fn is_live(&self, key: &ApiKey, presented: &PresentedKey) -> bool {
+        key.digest.matches(&presented.digest)
             && key.id == presented.id
             && key.environment == self.environment
-            && key.is_live(self.clock.now());
-        Ok(live.then_some(key))
+            && key.is_live(self.clock.now())
     }
 
     /// Records that `key` authenticated a request now, at most once per

@@ -191,6 +191,13 @@ pub trait ApiKeyStore: Send + Sync + 'static {
     /// [`RepositoryError`] when the store cannot be read.
     async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError>;
 
+    /// What [`Self::find_by_digest`] would answer, when this store can tell without reading
+    /// its storage (a cache's fresh entry): `Some` of the answer, or `None` when only a
+    /// lookup can tell. Stores that always read their storage keep this default.
+    async fn find_at_hand(&self, _digest: &KeyDigest) -> Option<Option<ApiKey>> {
+        None
+    }
+
     /// Every key, revoked ones included, oldest first.
     ///
     /// # Errors

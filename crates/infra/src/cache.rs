@@ -87,6 +87,12 @@ impl ApiKeyStore for CachedApiKeyStore {
         })
     }
 
+    async fn find_at_hand(&self, digest: &KeyDigest) -> Option<Option<ApiKey>> {
+        let (looked_up, key) = self.by_digest.get(digest.as_bytes()).await?;
+        let fresh = self.clock.now().duration_since(looked_up).is_ok_and(|age| age < Self::TTL);
+        fresh.then_some(key)
+    }
+
     async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
         self.inner.list().await
     }

@@ -207,6 +207,11 @@ impl RateLimiter for SlowRateLimiter {
         self.inner.peek(subject, quota).await
     }
 
+    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+        tokio::time::sleep(self.latency).await;
+        self.inner.give_back(subject, taken).await;
+    }
+
     fn policy(&self) -> RateLimitPolicy {
         self.inner.policy()
     }

@@ -161,6 +161,16 @@ impl RateLimiter for MokaRateLimiter {
         state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
     }
 
+    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+        if !taken.is_admitted() {
+            return;
+        }
+        let key = CounterKey::of(subject);
+        if let Some(state) = self.cache(key).get(&key) {
+            state.lock().unwrap_or_else(PoisonError::into_inner).give_back(taken.at);
+        }
+    }
+
     fn policy(&self) -> RateLimitPolicy {
         self.policy
     }
@@ -286,6 +296,16 @@ impl RateLimiter for MemoryRateLimiter {
         let now = unix_seconds(self.clock.now());
         let state = self.shard(key).states.get(&key).copied().unwrap_or_default();
         state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
+    }
+
+    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+        if !taken.is_admitted() {
+            return;
+        }
+        let key = CounterKey::of(subject);
+        if let Some(state) = self.shard(key).states.get_mut(&key) {
+            state.give_back(taken.at);
+        }
     }
 
     fn policy(&self) -> RateLimitPolicy {

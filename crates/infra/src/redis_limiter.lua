@@ -9,13 +9,26 @@
 -- ARGV[3]  1 if the subject can be suspended, else 0
 -- ARGV[4]  refusals tolerated after the first before a suspension
 -- ARGV[5]  seconds a suspension lasts
--- ARGV[6]  1 to count the request, 0 to only look
+-- ARGV[6]  1 to count the request, 0 to only look, 2 to give back a slot admitted at the
+--          time ARGV[7] (RateLimitState::give_back)
 -- ARGV[7]  the time in Unix seconds, or empty for Redis's own clock (TIME): one clock for
 --          every instance
 --
 -- Returns the state as it was before this request (windows already moved to now) and the
 -- time used: {m, mc, d, dc, r, su, now}. The caller derives the decision from it with the
--- same rules; the state stored is the one after the decision.
+-- same rules; the state stored is the one after the decision. A give-back returns nothing.
+
+if ARGV[6] == '2' then
+  local taken = tonumber(ARGV[7])
+  local s = redis.call('HMGET', KEYS[1], 'm', 'mc', 'd', 'dc')
+  if tonumber(s[1]) == math.floor(taken / 60) and (tonumber(s[2]) or 0) > 0 then
+    redis.call('HINCRBY', KEYS[1], 'mc', -1)
+  end
+  if tonumber(s[3]) == math.floor(taken / 86400) and (tonumber(s[4]) or 0) > 0 then
+    redis.call('HINCRBY', KEYS[1], 'dc', -1)
+  end
+  return {}
+end
 
 local now
 if ARGV[7] == '' then

@@ -350,6 +350,30 @@ impl RateLimiter for RedisRateLimiter {
         self.decide(subject, quota, false).await
     }
 
+    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+        if !taken.is_admitted() {
+            return;
+        }
+        if self.is_down() {
+            // The slot was taken where decisions go while Redis is down.
+            if self.options.failure == LimiterFailure::Local {
+                self.local.give_back(subject, taken).await;
+            }
+            return;
+        }
+        let mut invocation = self.script.key(redis_key(&self.options.key_prefix, subject));
+        // Only the mode and the time of the slot matter to a give-back.
+        invocation.arg(0).arg(0).arg(0).arg(0).arg(0).arg(2).arg(taken.at);
+        let mut connection = self.connection.clone();
+        let given: Result<Result<Vec<i64>, _>, _> =
+            tokio::time::timeout(self.options.timeout, invocation.invoke_async(&mut connection))
+                .await;
+        if !matches!(given, Ok(Ok(_))) {
+            // A slot kept counts one request too many in a minute: no reason to fail one.
+            tracing::debug!("Redis did not take back a rate-limit slot");
+        }
+    }
+
     fn policy(&self) -> RateLimitPolicy {
         self.policy
     }

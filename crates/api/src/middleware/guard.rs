@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{INQUIRY_QUOTA, Subject, Verdict};
+use animal_store_domain::{ApiKey, Decision, INQUIRY_QUOTA, Subject, Verdict};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
 use crate::error::ApiError;
 use crate::operations::{GET_RATE_LIMIT, KeyWindows};
+use crate::state::AppState;
 use crate::telemetry::{self, Outcome};
 use crate::{auth, rate_limit};
 
@@ -16,9 +17,22 @@ use crate::{auth, rate_limit};
 /// address without one), refuses it with 429 when over the limit, and puts the rate-limit
 /// headers on whatever response comes back.
 ///
-/// An address over its limit for requests without a valid key gets 429 for any request that
-/// carries a key, before the key is even looked up: someone guessing keys learns nothing
-/// more, not even when a guess is right, until the address's window resets.
+/// The client address's quota is for requests that carry no key or a key that is not live,
+/// and it is what stands between a client and guessing keys, so it is spent before a key is
+/// looked up and never outrun:
+///
+/// - a request whose key the key store has at hand (a cached lookup) is known at once: a
+///   live key only looks at the address's count, and is refused with the same 429 as a
+///   wrong guess when the address is over its limit; a key known not to be live, or no key,
+///   takes a slot of the address's quota;
+/// - a request whose key only a lookup can tell takes a slot first, checked and counted in
+///   one step, so that however many arrive at once, no more than the quota are looked up;
+///   the slot is given back when the key proves live, or when the key store cannot answer
+///   (that request is answered 503 `service_unavailable` and counted against nothing).
+///
+/// So an address over its limit gets 429 for a right guess as for a wrong one, valid keys
+/// and outages never spend an address's quota, and a key never pays for a lookup that
+/// failed (`docs/api.md#requests-without-a-valid-key`).
 pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
     // The probes and the metrics are outside the API: never counted, never refused.
     if crate::probes::is_for_operators(req.uri().path()) {
@@ -28,63 +42,127 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
         tracing::error!("a request reached the guard without the services: see `app`");
         return Ok(ApiError::internal().into_response());
     };
-    let state = &state;
-    let address = rate_limit::address_subject(state, &req);
-    let inquiry = is_inquiry(&req);
-    if auth::bearer_token(req.headers()).is_some() {
-        let guessing = state.limiter.peek(&address, state.limiter.policy().per_address).await;
-        if let Some(refusal) = rate_limit::refusal(&address, &guessing) {
-            telemetry::decided(Outcome::AddressLimited);
-            let mut response = refusal.into_response();
-            rate_limit::set_headers(response.headers_mut(), &guessing);
-            return Ok(response);
-        }
-    }
     // The key's lookup and the decision get the request timeout too: a database that stalls
     // rather than refuses must not hold the request past it.
     let limit = state.config.request_timeout;
-    let decided = tokio::time::timeout(limit, async {
-        let key = auth::resolve_key(&state.keys, &mut req).await;
-        let live = key.as_ref().ok().and_then(Option::as_ref);
-        let (subject, quota) = match live {
-            // Asking for the key's own limits counts apart, and spends none of its quota.
-            Some(key) if inquiry => (Subject::Inquiry(key.lineage.clone()), INQUIRY_QUOTA),
-            // A key and the key that replaced it share one quota: they are one line.
-            Some(key) => (Subject::Key(key.lineage.clone()), key.plan.quota()),
-            None => (address, state.limiter.policy().per_address),
-        };
-        let decision = state.limiter.check(&subject, quota).await;
-        let windows = match live {
-            Some(key) if inquiry && decision.verdict == Verdict::Admitted => {
-                let subject = Subject::Key(key.lineage.clone());
-                Some(state.limiter.peek(&subject, key.plan.quota()).await.as_it_stands())
-            }
-            _ => None,
-        };
-        (key, subject, decision, windows)
-    })
-    .await;
-    let Ok((key, subject, decision, windows)) = decided else {
+    let Ok(decided) = tokio::time::timeout(limit, decide(&state, &req)).await else {
         return Ok(super::timeout::timed_out(limit));
     };
-    telemetry::decided(match (&subject, decision.verdict) {
-        (_, Verdict::Admitted) => Outcome::Admitted,
-        (_, Verdict::Unavailable { .. }) => Outcome::StoreUnavailable,
-        (Subject::Key(_) | Subject::Inquiry(_), Verdict::Limited { .. }) => Outcome::Limited,
-        (Subject::Key(_) | Subject::Inquiry(_), Verdict::Suspended { .. }) => Outcome::Suspended,
-        (Subject::Address(_) | Subject::Named(_), _) => Outcome::AddressLimited,
-    });
+    telemetry::decided(decided.outcome());
+    let Decided { key, decision, refusal, windows, .. } = decided;
     if let Some(windows) = windows {
         req.extensions_mut().insert(KeyWindows(windows));
     }
-    let mut response = match (key, rate_limit::refusal(&subject, &decision)) {
-        (Err(err), _) => err.into_response(),
-        (Ok(_), Some(refusal)) => refusal.into_response(),
-        (Ok(_), None) => respond(ep.as_ref(), req).await,
+    if let Ok(Some(key)) = &key {
+        tracing::Span::current().record("key_id", key.id.as_str());
+    }
+    let mut response = match (key, refusal) {
+        (_, Some(refusal)) => refusal.into_response(),
+        (Ok(Some(key)), None) => {
+            auth::accept(&state.keys, &mut req, key).await;
+            respond(ep.as_ref(), req).await
+        }
+        (Ok(None), None) => respond(ep.as_ref(), req).await,
+        (Err(err), None) => err.into_response(),
     };
     // An admitted inquiry shows the key's own windows, as its body does.
     rate_limit::set_headers(response.headers_mut(), windows.as_ref().unwrap_or(&decision));
     Ok(response)
+}
+
+/// What the guard decided about a request.
+struct Decided {
+    /// The live key, none, or the failure to look it up.
+    key: Result<Option<ApiKey>, ApiError>,
+    /// The decision whose headers the response carries.
+    decision: Decision,
+    /// The 429 (or 503) that answers the request instead of the operation.
+    refusal: Option<ApiError>,
+    /// The key's own windows, for an admitted inquiry.
+    windows: Option<Decision>,
+    /// Whether the decision is a key's rather than the client address's.
+    for_key: bool,
+}
+
+impl Decided {
+    /// The decision of `subject`, refused or not.
+    fn of(key: Result<Option<ApiKey>, ApiError>, subject: &Subject, decision: Decision) -> Self {
+        let refusal = rate_limit::refusal(subject, &decision);
+        let for_key = matches!(subject, Subject::Key(_) | Subject::Inquiry(_));
+        Self { key, decision, refusal, windows: None, for_key }
+    }
+
+    fn outcome(&self) -> Outcome {
+        if self.key.is_err() {
+            return Outcome::KeyStoreUnavailable;
+        }
+        match (self.for_key, self.decision.verdict) {
+            (_, Verdict::Admitted) => Outcome::Admitted,
+            (_, Verdict::Unavailable { .. }) => Outcome::StoreUnavailable,
+            (true, Verdict::Limited { .. }) => Outcome::Limited,
+            (true, Verdict::Suspended { .. }) => Outcome::Suspended,
+            (false, _) => Outcome::AddressLimited,
+        }
+    }
+}
+
+/// Finds the caller and counts the request (see [`guard`]).
+async fn decide(state: &AppState, req: &Request) -> Decided {
+    let address = rate_limit::address_subject(state, req);
+    let per_address = state.limiter.policy().per_address;
+    let Some(token) = auth::bearer_token(req.headers()) else {
+        let decision = state.limiter.check(&address, per_address).await;
+        return Decided::of(Ok(None), &address, decision);
+    };
+    let key = match state.keys.authenticate_at_hand(token).await {
+        Some(Some(key)) => {
+            // Only looked at: a live key spends nothing of its address's quota.
+            let guessing = state.limiter.peek(&address, per_address).await;
+            if !guessing.is_admitted() {
+                return Decided::of(Ok(None), &address, guessing);
+            }
+            key
+        }
+        Some(None) => {
+            let decision = state.limiter.check(&address, per_address).await;
+            return Decided::of(Ok(None), &address, decision);
+        }
+        None => {
+            let slot = state.limiter.check(&address, per_address).await;
+            if !slot.is_admitted() {
+                return Decided::of(Ok(None), &address, slot);
+            }
+            match auth::look_up(&state.keys, token).await {
+                Ok(Some(key)) => {
+                    state.limiter.give_back(&address, &slot).await;
+                    key
+                }
+                Ok(None) => return Decided::of(Ok(None), &address, slot),
+                Err(err) => {
+                    // Not a guess: the address keeps its slot, and the request is counted
+                    // against nothing.
+                    state.limiter.give_back(&address, &slot).await;
+                    return Decided::of(Err(err), &address, slot.as_it_stands());
+                }
+            }
+        }
+    };
+    let (subject, quota) = if is_inquiry(req) {
+        // Asking for the key's own limits counts apart, and spends none of its quota.
+        (Subject::Inquiry(key.lineage.clone()), INQUIRY_QUOTA)
+    } else {
+        // A key and the key that replaced it share one quota: they are one line.
+        (Subject::Key(key.lineage.clone()), key.plan.quota())
+    };
+    let decision = state.limiter.check(&subject, quota).await;
+    let windows = match subject {
+        Subject::Inquiry(_) if decision.is_admitted() => {
+            let own = Subject::Key(key.lineage.clone());
+            Some(state.limiter.peek(&own, key.plan.quota()).await.as_it_stands())
+        }
+        _ => None,
+    };
+    Decided { windows, ..Decided::of(Ok(Some(key)), &subject, decision) }
 }
 
 /// Whether the request asks for the caller's own rate limit (`getRateLimit`).

@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
 use super::Limits;
+use super::unread::Unread;
 
 /// What a connection is waiting for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,17 +159,20 @@ impl Activity {
         }
     }
 
-    /// The request's body, to arrive within the body timeout from now.
-    pub fn time_body(self: &Arc<Self>, headers: &HeaderMap, body: Body) -> Body {
+    /// The request's body, to arrive within the body timeout from now, and the
+    /// connection's hold on what the handlers leave of it (none for a request without one).
+    pub fn time_body(self: &Arc<Self>, headers: &HeaderMap, body: Body) -> (Body, Option<Unread>) {
         if !may_have_body(headers) {
-            return body;
+            return (body, None);
         }
         let deadline = Instant::now() + self.limits.body_timeout;
-        Body::from(BoxBody::new(TimedBody {
+        let timed = BoxBody::new(TimedBody {
             inner: body.into(),
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
             activity: Arc::clone(self),
-        }))
+        });
+        let (unread, held) = Unread::hold(timed);
+        (Body::from(BoxBody::new(held)), Some(unread))
     }
 }
 

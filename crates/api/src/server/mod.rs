@@ -11,6 +11,7 @@
 
 mod accept;
 mod connection;
+mod unread;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -185,9 +186,13 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
             let _request = activity.begin_request();
             let mut req = poem::Request::from((req, local, remote, Scheme::HTTP));
             let body = req.take_body();
-            let body = activity.time_body(req.headers(), body);
+            let (body, unread) = activity.time_body(req.headers(), body);
             req.set_body(body);
-            Ok(app.call(req).await.into())
+            let mut response = app.call(req).await;
+            if let Some(unread) = unread {
+                unread.read_away(response.headers_mut()).await;
+            }
+            Ok(response.into())
         })
     }
 }

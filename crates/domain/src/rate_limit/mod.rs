@@ -258,6 +258,20 @@ impl RateLimitState {
         decision
     }
 
+    /// Gives back a slot that [`Self::check`] admitted at `taken_at` (Unix seconds) and that
+    /// its request turned out not to need: each window the request counted in that is still
+    /// this state's current one counts one request fewer. A window that has ended since is
+    /// left alone: its count no longer limits anyone, and the new window never held the
+    /// slot.
+    pub fn give_back(&mut self, taken_at: u64) {
+        if u64::from(self.minute) == taken_at / MINUTE {
+            self.minute_count = self.minute_count.saturating_sub(1);
+        }
+        if u64::from(self.day) == taken_at / DAY {
+            self.day_count = self.day_count.saturating_sub(1);
+        }
+    }
+
     /// The decision a request would get at `now`, without counting it.
     pub fn peek(
         &self,
@@ -338,6 +352,15 @@ pub trait RateLimiter: Send + Sync + 'static {
 
     /// The decision a request of `subject` would get now, without counting it.
     async fn peek(&self, subject: &Subject, quota: Quota) -> Decision;
+
+    /// Gives back the slot of `subject` that [`Self::check`] admitted in `taken`, for a
+    /// request that turned out not to need it (a client address's slot taken before its
+    /// key was looked up, when the key proved valid or could not be checked). The windows
+    /// `taken` counted in, if they are still current, admit one more request; a window that
+    /// has ended since is left alone (see [`RateLimitState::give_back`]). Giving back a
+    /// refused decision does nothing. Never waits longer than a decision does; a store that
+    /// cannot be reached keeps the slot.
+    async fn give_back(&self, subject: &Subject, taken: &Decision);
 
     /// The policy this limiter applies: suspensions, and the quota of a client address.
     fn policy(&self) -> RateLimitPolicy;

@@ -341,6 +341,64 @@ where
         admitted += usize::from(task.await.expect("a task"));
     }
     assert_eq!(admitted, 60, "200 concurrent requests admit exactly the quota");
+
+    give_back(&make).await;
+}
+
+/// Slots given back: a client address's slots, taken by 200 concurrent requests, admit
+/// exactly its quota; a slot given back admits one more request, in both windows; a refusal
+/// given back and a slot of a minute that has ended since change nothing.
+async fn give_back<F>(make: &F)
+where
+    F: Fn(Arc<dyn Clock>, RateLimitPolicy) -> Arc<dyn RateLimiter>,
+{
+    let policy = RateLimitPolicy::default();
+    let clock = ManualClock::at_unix(LIMITER_EPOCH + 10_800 + 20);
+    let limiter = make(Arc::new(clock.clone()), policy);
+    let address = Subject::Address(std::net::IpAddr::from([192, 0, 2, 7]));
+    let tasks: Vec<_> = (0..200)
+        .map(|_| {
+            let (limiter, address) = (limiter.clone(), address.clone());
+            tokio::spawn(async move { limiter.check(&address, policy.per_address).await })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    let mut refused = None;
+    for task in tasks {
+        let decision = task.await.expect("a task");
+        if decision.is_admitted() {
+            taken.push(decision);
+        } else {
+            refused = Some(decision);
+        }
+    }
+    assert_eq!(taken.len(), 60, "200 concurrent takes admit exactly the address's quota");
+    let refused = refused.expect("140 takes were refused");
+    limiter.give_back(&address, &refused).await;
+    let peeked = limiter.peek(&address, policy.per_address).await;
+    assert!(!peeked.is_admitted(), "a refusal given back frees nothing");
+
+    limiter.give_back(&address, &taken[0]).await;
+    let peeked = limiter.peek(&address, policy.per_address).await;
+    assert!(peeked.is_admitted(), "a slot given back is free again");
+    let again = limiter.check(&address, policy.per_address).await;
+    assert!(again.is_admitted(), "and the next request takes it");
+    assert_eq!((again.minute.remaining, again.day.remaining), (0, 86_400 - 60));
+    assert!(!limiter.check(&address, policy.per_address).await.is_admitted(), "only that one");
+
+    // Given back in both windows: the day counts the requests that kept their slots.
+    limiter.give_back(&address, &taken[1]).await;
+    let peeked = limiter.peek(&address, policy.per_address).await.as_it_stands();
+    assert_eq!((peeked.minute.remaining, peeked.day.remaining), (1, 86_400 - 59));
+
+    // A slot of a minute that has ended is not given back to the next one.
+    clock.advance(Duration::from_secs(60));
+    let fresh = limiter.check(&address, policy.per_address).await;
+    assert_eq!(fresh.minute.remaining, 59);
+    limiter.give_back(&address, &taken[2]).await;
+    let peeked = limiter.peek(&address, policy.per_address).await.as_it_stands();
+    assert_eq!(peeked.minute.remaining, 59, "the new minute never held that slot");
+    assert_eq!(peeked.day.remaining, 86_400 - 59, "the day it was counted in did");
 }
 
 /// Checks limiters that share one store, as several instances of the service do: 32 tasks,

@@ -68,8 +68,14 @@ pub(super) fn is_unreachable(err: &DbErr) -> bool {
 /// Whether retrying the operation later may succeed.
 fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
     use sea_orm::sqlx::Error;
+    use sea_orm::sqlx::sqlite::SqliteError;
     match err {
-        Error::Database(db) => db.code().is_some_and(|code| is_transient_code(&code)),
+        // SQLite's codes are numbers, and so are most of PostgreSQL's SQLSTATEs ("53100"):
+        // which database answered decides how its code reads.
+        Error::Database(db) if db.try_downcast_ref::<SqliteError>().is_some() => {
+            db.code().is_some_and(|code| is_transient_sqlite_code(&code))
+        }
+        Error::Database(db) => db.code().is_some_and(|code| is_transient_sqlstate(&code)),
         Error::Io(_)
         | Error::Tls(_)
         | Error::Protocol(_)
@@ -81,18 +87,20 @@ fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
     }
 }
 
-/// Whether a database's error code (SQLite's result code, PostgreSQL's SQLSTATE) says the
-/// trouble is the database's state, not the statement.
-fn is_transient_code(code: &str) -> bool {
-    if let Ok(sqlite) = code.parse::<i32>() {
-        // The primary code is the low byte of an extended one: SQLITE_IOERR (10),
-        // SQLITE_BUSY (5), SQLITE_LOCKED (6), SQLITE_READONLY (8), SQLITE_FULL (13).
-        return matches!(sqlite & 0xff, 5 | 6 | 8 | 10 | 13);
-    }
-    // PostgreSQL: connection exceptions (08), insufficient resources such as a full disk
-    // (53), operator intervention such as a terminated backend or a server shutting down
-    // (57, a cancelled statement included), system errors (58), serialization failures and
-    // deadlocks (40001, 40P01), a read-only transaction on a standby after a failover (25006).
+/// Whether SQLite's (extended) result code says the trouble is the database's state, not
+/// the statement.
+fn is_transient_sqlite_code(code: &str) -> bool {
+    // The primary code is the low byte of an extended one: SQLITE_IOERR (10), SQLITE_BUSY
+    // (5), SQLITE_LOCKED (6), SQLITE_READONLY (8), SQLITE_FULL (13).
+    code.parse::<i32>().is_ok_and(|code| matches!(code & 0xff, 5 | 6 | 8 | 10 | 13))
+}
+
+/// Whether PostgreSQL's SQLSTATE says the trouble is the database's state, not the
+/// statement: connection exceptions (08), insufficient resources such as a full disk (53),
+/// operator intervention such as a terminated backend or a server shutting down (57, a
+/// cancelled statement included), system errors (58), serialization failures and deadlocks
+/// (40001, 40P01), a read-only transaction on a standby after a failover (25006).
+fn is_transient_sqlstate(code: &str) -> bool {
     matches!(code.get(..2), Some("08" | "53" | "57" | "58"))
         || matches!(code, "40001" | "40P01" | "25006")
 }
@@ -118,4 +126,125 @@ pub(super) fn in_write(err: &RepositoryError) -> DbErr {
 
 pub(super) fn corrupt(table: &'static str, reason: impl std::fmt::Display) -> RepositoryError {
     RepositoryError::Backend(Box::new(CorruptRow { table, reason: reason.to_string() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use sea_orm::sqlx::error::{DatabaseError, ErrorKind};
+    use sea_orm::{ConnectionTrait, Database};
+
+    use super::*;
+
+    /// An error PostgreSQL answered, as sqlx hands it on: its SQLSTATE and message.
+    #[derive(Debug, Error)]
+    #[error("{severity}: {message}")]
+    struct Answered {
+        severity: &'static str,
+        code: &'static str,
+        message: &'static str,
+    }
+
+    impl DatabaseError for Answered {
+        fn message(&self) -> &str {
+            self.message
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.code))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> ErrorKind {
+            ErrorKind::Other
+        }
+    }
+
+    fn postgres(severity: &'static str, code: &'static str) -> DbErr {
+        let answered = Answered { severity, code, message: "as the server said" };
+        DbErr::Query(RuntimeErr::SqlxError(Arc::new(sea_orm::sqlx::Error::Database(Box::new(
+            answered,
+        )))))
+    }
+
+    /// A transaction's failure, as the writer hands it to every caller of its batch.
+    #[derive(Debug, Error)]
+    #[error(transparent)]
+    struct Transaction(Arc<DbErr>);
+
+    /// Every shape a failed write reaches the domain in: the statement's, the commit's,
+    /// and the writer's transaction that wraps either.
+    fn every_wrapping(err: impl Fn() -> DbErr) -> Vec<(&'static str, RepositoryError)> {
+        let exec = match err() {
+            DbErr::Query(runtime) => DbErr::Exec(runtime),
+            other => other,
+        };
+        vec![
+            ("a query", repository_error(err())),
+            ("a statement", repository_error(exec)),
+            ("a transaction", FailureKind::of(&err()).with_source(Transaction(Arc::new(err())))),
+        ]
+    }
+
+    #[test]
+    fn postgres_states_that_retrying_may_cure_are_unavailability_however_wrapped() {
+        // A full disk PANICs the server (53100), and its SQLSTATE is all digits.
+        for (severity, code) in [
+            ("PANIC", "53100"),
+            ("ERROR", "53200"),
+            ("FATAL", "57P01"),
+            ("ERROR", "57014"),
+            ("FATAL", "08006"),
+            ("ERROR", "40001"),
+            ("ERROR", "40P01"),
+            ("ERROR", "25006"),
+            ("FATAL", "58030"),
+        ] {
+            for (wrapping, failure) in every_wrapping(|| postgres(severity, code)) {
+                assert!(
+                    matches!(failure, RepositoryError::Unavailable(_)),
+                    "{severity} {code} in {wrapping} is unavailability, got {failure:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn postgres_states_of_a_wrong_statement_are_backend_failures() {
+        for code in ["42601", "42P01", "23502", "22003", "10000", "13000"] {
+            for (wrapping, failure) in every_wrapping(|| postgres("ERROR", code)) {
+                assert!(
+                    matches!(failure, RepositoryError::Backend(_)),
+                    "{code} in {wrapping} is a backend failure, got {failure:?}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_sqlite_database_is_unavailability_and_a_wrong_statement_is_not() {
+        let db = Database::connect("sqlite::memory:").await.expect("an in-memory database");
+        for statement in ["PRAGMA max_page_count = 3", "CREATE TABLE t (b BLOB)"] {
+            db.execute_unprepared(statement).await.expect("set up");
+        }
+        let full = db
+            .execute_unprepared("INSERT INTO t VALUES (zeroblob(1000000))")
+            .await
+            .expect_err("more than the database may hold");
+        assert!(
+            matches!(repository_error(full), RepositoryError::Unavailable(_)),
+            "SQLITE_FULL is retried later"
+        );
+        let wrong =
+            db.execute_unprepared("INSERT INTO missing VALUES (1)").await.expect_err("no table");
+        assert!(matches!(repository_error(wrong), RepositoryError::Backend(_)));
+    }
 }
