@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use thiserror::Error;
 
+use crate::name_rule::{NameRuleError, check_name};
 use crate::plan::Plan;
 
 /// Where a key is valid. A server runs in one environment and refuses keys of the other.
@@ -217,26 +218,45 @@ impl PresentedKey {
     }
 }
 
-/// A key's optional human name: 1 to 100 characters, no control characters.
+/// A key's optional human name: 1 to 100 characters that follow the rule for names people
+/// type ([`check_name`]), the one pet names follow.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KeyName(String);
 
 /// Why a string is not a valid [`KeyName`].
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("a key name must be 1 to 100 characters without control characters")]
-pub struct KeyNameError;
+pub enum KeyNameError {
+    /// The name is the empty string.
+    #[error("key name must not be empty")]
+    Empty,
+    /// The name has more than [`KeyName::MAX_CHARS`] characters.
+    #[error("key name must be at most {max} characters long, got {0}", max = KeyName::MAX_CHARS)]
+    TooLong(usize),
+    /// The name breaks the rule for names people type: blank, invisible, a control or
+    /// bidirectional control character... The reason says which part.
+    #[error("key {0}")]
+    Characters(#[from] NameRuleError),
+}
 
 impl KeyName {
+    /// The longest name accepted, in Unicode scalar values (characters), not bytes.
+    pub const MAX_CHARS: usize = 100;
+
     /// Validates a key name.
     ///
     /// # Errors
     ///
-    /// [`KeyNameError`] when the name is empty, blank, too long or holds control characters.
+    /// [`KeyNameError`] names the rule the input breaks.
     pub fn new(name: &str) -> Result<Self, KeyNameError> {
-        let ok = !name.trim().is_empty()
-            && name.chars().count() <= 100
-            && !name.chars().any(char::is_control);
-        if ok { Ok(Self(name.to_owned())) } else { Err(KeyNameError) }
+        if name.is_empty() {
+            return Err(KeyNameError::Empty);
+        }
+        let chars = name.chars().count();
+        if chars > Self::MAX_CHARS {
+            return Err(KeyNameError::TooLong(chars));
+        }
+        check_name(name)?;
+        Ok(Self(name.to_owned()))
     }
 
     /// The name as text.
@@ -348,8 +368,17 @@ mod tests {
         assert!(KeyId::new("ABCDEF012345").is_err());
         assert!(KeyId::new("abc").is_err());
         assert!(KeyName::new("ci bot").is_ok());
-        assert!(KeyName::new(" ").is_err());
-        assert!(KeyName::new("a\tb").is_err());
+        assert_eq!(KeyName::new(""), Err(KeyNameError::Empty));
+        assert_eq!(KeyName::new(" "), Err(NameRuleError::Blank.into()));
+        assert_eq!(KeyName::new("a\tb"), Err(NameRuleError::ControlCharacter.into()));
+        assert_eq!(KeyName::new(&"k".repeat(101)), Err(KeyNameError::TooLong(101)));
+        assert!(KeyName::new(&"k".repeat(100)).is_ok());
+        assert_eq!(
+            KeyName::new("\u{202e}tob ic").map_err(|e| e.to_string()),
+            Err("key name must not contain bidirectional control characters (U+061C, U+200E, \
+                 U+200F, U+202A to U+202E, U+2066 to U+2069)"
+                .to_owned())
+        );
     }
 
     proptest! {

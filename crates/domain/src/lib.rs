@@ -5,6 +5,8 @@
 //!
 //! - [`pet`]: [`Pet`], [`NewPet`] and the validated values they are made of. Every rule of the
 //!   contract lives in exactly one constructor, so an invalid value cannot exist.
+//! - [`name_rule`]: the one rule for names people type, which pet names and key names
+//!   follow.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest.
 //! - [`idempotency`]: idempotency keys and the outcomes stored for retries; [`retries`]: the
@@ -23,6 +25,7 @@
 pub mod api_key;
 pub mod idempotency;
 pub mod keys;
+pub mod name_rule;
 pub mod order;
 pub mod orders;
 pub mod pet;
@@ -41,6 +44,7 @@ pub use idempotency::{
     IdempotentWrite, KeyReused, RenderOrder, RenderPet, StoredResponse,
 };
 pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
+pub use name_rule::{NameRuleError, check_name};
 pub use order::{
     GetOrderError, NewOrder, Order, OrderId, OrderStatus, OrderStatusError, OrderTransitionError,
     PlaceOrderError, UpdateOrderError,
