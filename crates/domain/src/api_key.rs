@@ -259,6 +259,22 @@ impl KeyName {
         Ok(Self(name.to_owned()))
     }
 
+    /// A name read back from a store. It met the rule in force when it was written, which
+    /// may have been looser than today's: only its length is checked again, so that a
+    /// stricter rule never makes a key issued before it unusable.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyNameError::Empty`] or [`KeyNameError::TooLong`]: no rule ever allowed either.
+    pub fn stored(name: &str) -> Result<Self, KeyNameError> {
+        let chars = name.chars().count();
+        match chars {
+            0 => Err(KeyNameError::Empty),
+            _ if chars > Self::MAX_CHARS => Err(KeyNameError::TooLong(chars)),
+            _ => Ok(Self(name.to_owned())),
+        }
+    }
+
     /// The name as text.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -78,6 +78,22 @@ impl PetName {
         Ok(Self(name.to_owned()))
     }
 
+    /// A name read back from a store. It met the rule in force when it was written, which
+    /// may have been looser than today's: only its length is checked again, so that a
+    /// stricter rule never makes an animal stored before it unreadable.
+    ///
+    /// # Errors
+    ///
+    /// [`PetNameError::Empty`] or [`PetNameError::TooLong`]: no rule ever allowed either.
+    pub fn stored(name: &str) -> Result<Self, PetNameError> {
+        let chars = name.chars().count();
+        match chars {
+            0 => Err(PetNameError::Empty),
+            _ if chars > Self::MAX_CHARS => Err(PetNameError::TooLong(chars)),
+            _ => Ok(Self(name.to_owned())),
+        }
+    }
+
     /// The name as given by the client.
     pub fn as_str(&self) -> &str {
         &self.0

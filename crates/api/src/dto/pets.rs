@@ -127,7 +127,10 @@ impl BodyValue for PetName {
         MetaSchemaRef::Inline(Box::new(MetaSchema {
             description: Some(description(&DESCRIPTION, || {
                 format!(
-                    "The animal's name: 1 to {} characters, not blank, no control characters.",
+                    "The animal's name: 1 to {} characters with a visible one among them; no \
+                     control, bidirectional control, line or paragraph separator, unassigned, \
+                     private-use or noncharacter code points; combining marks only after a \
+                     base character, at most 30 in a row.",
                     PetName::MAX_CHARS
                 )
             })),

@@ -101,7 +101,11 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
     };
     Ok(ApiKey {
         id: key_id(id)?,
-        name: name.as_deref().map(KeyName::new).transpose().map_err(|e| corrupt("api_keys", e))?,
+        name: name
+            .as_deref()
+            .map(KeyName::stored)
+            .transpose()
+            .map_err(|e| corrupt("api_keys", e))?,
         plan: Plan::new(plan, limit(per_minute)?, limit(per_day)?)
             .map_err(|e| corrupt("api_keys", e))?,
         environment: environment.parse::<Environment>().map_err(|e| corrupt("api_keys", e))?,
