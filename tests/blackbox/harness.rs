@@ -78,10 +78,8 @@ impl Db {
     /// Starts a server whose clock is the returned file: tests set the time by writing Unix
     /// seconds into it, and never wait for a window to pass.
     pub fn start_at(&self, unix_seconds: u64) -> (Server, TestClock) {
-        let clock = TestClock(self.path().join("clock"));
-        clock.set(unix_seconds);
-        let path = clock.0.display().to_string();
-        (Server::start(&self.url, self.path().to_path_buf(), &["--clock-file", &path]), clock)
+        let clock = TestClock::at(self.path(), unix_seconds);
+        (Server::start(&self.url, self.path().to_path_buf(), &clock.flag()), clock)
     }
 }
 
@@ -89,6 +87,18 @@ impl Db {
 pub struct TestClock(PathBuf);
 
 impl TestClock {
+    /// A clock file in `dir`, set to `unix_seconds`.
+    pub fn at(dir: &Path, unix_seconds: u64) -> Self {
+        let clock = Self(dir.join("clock"));
+        clock.set(unix_seconds);
+        clock
+    }
+
+    /// The flag that gives a server this clock.
+    pub fn flag(&self) -> [&str; 2] {
+        ["--clock-file", self.0.to_str().expect("a UTF-8 path")]
+    }
+
     pub fn set(&self, unix_seconds: u64) {
         let tmp = self.0.with_extension("tmp");
         std::fs::write(&tmp, unix_seconds.to_string()).expect("write the clock");

@@ -1,7 +1,10 @@
 //! Plans and rate limits over real HTTP, with the server's clock in a file so that no test
 //! waits for a window to pass.
 
-use crate::harness::{Client, Db, json};
+use std::time::Duration;
+
+use crate::harness::{Client, Db, Server, TestClock, json};
+use crate::relay::{Relay, postgres_address};
 
 /// 2026-11-22T00:00:05Z: five seconds into a minute and a UTC day.
 const T0: u64 = 1_795_305_605;
@@ -146,4 +149,76 @@ async fn seventy_made_up_keys_from_one_address_end_in_429() {
     }
     assert!(statuses[..60].iter().all(|&s| s == 401));
     assert!(statuses[60..].iter().all(|&s| s == 429));
+}
+
+/// Sends one GET with `key` on each of as many connections at once, every request written
+/// before any answer is read, and returns the statuses.
+async fn burst(address: &str, keys: &[String]) -> Vec<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let mut connections = Vec::new();
+    for _ in keys {
+        connections.push(tokio::net::TcpStream::connect(address).await.expect("connect"));
+    }
+    for (connection, key) in connections.iter_mut().zip(keys) {
+        let request = format!(
+            "GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n\r\n"
+        );
+        connection.write_all(request.as_bytes()).await.expect("send");
+    }
+    let answers: Vec<_> = connections
+        .into_iter()
+        .map(|mut connection| {
+            tokio::spawn(async move {
+                let mut answer = Vec::new();
+                connection.read_to_end(&mut answer).await.expect("an answer");
+                String::from_utf8_lossy(&answer).split(' ').nth(1).unwrap_or_default().to_owned()
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for answer in answers {
+        statuses.push(answer.await.expect("a reader"));
+    }
+    statuses
+}
+
+/// A burst of 150 key guesses from one address, all sent at once to a server whose key
+/// lookups take a while (its database answers 100 ms late), then, before those lookups are
+/// done, 750 more with the six real keys among them: no more than the address's 60 guesses
+/// are looked up, however many arrive together, and every real key gets the same 429 as the
+/// wrong guesses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_guesses_cannot_outrun_the_count_of_its_address() {
+    let Some(db) = Db::postgres().await else {
+        return;
+    };
+    let real: Vec<String> = (0..6).map(|_| db.key("pro")).collect();
+    let relay = Relay::late(postgres_address(&db.url), Duration::from_millis(100)).await;
+    let clock = TestClock::at(db.path(), T0);
+    let server =
+        Server::start(&relay.postgres_url(&db.url), db.path().to_path_buf(), &clock.flag());
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let guess = |i: usize| format!("as_live_{i:012}_{}", "x".repeat(32));
+
+    let first: Vec<String> = (0..150).map(guess).collect();
+    let then: Vec<String> = (150..900)
+        .map(|i| if i % 125 == 0 { real[i / 125 - 2].clone() } else { guess(i) })
+        .collect();
+    let first = tokio::spawn({
+        let address = address.clone();
+        async move { burst(&address, &first).await }
+    });
+    // The first burst reaches the server; its lookups are still under way.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let statuses = burst(&address, &then).await;
+    for (key, status) in then.iter().zip(&statuses) {
+        let what = if real.contains(key) { "a real key" } else { "a guess" };
+        assert_eq!(status, "429", "{what} past the address's limit gets 429");
+    }
+    // Of the first 150, the address's 60 were looked up: 401, or 503 for a lookup the slow
+    // database did not answer in time; the other 90 never were.
+    let statuses = first.await.expect("the first burst");
+    let count = |wanted: &[&str]| statuses.iter().filter(|s| wanted.contains(&s.as_str())).count();
+    assert_eq!((count(&["401", "503"]), count(&["429"])), (60, 90), "{statuses:?}");
 }

@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -17,6 +20,12 @@ pub struct Relay {
 impl Relay {
     /// Relays to `upstream` (`host:port`).
     pub async fn to(upstream: String) -> Self {
+        Self::late(upstream, Duration::ZERO).await
+    }
+
+    /// Relays to `upstream`, passing every chunk on `delay` late in each direction, as a
+    /// database that answers late does.
+    pub async fn late(upstream: String, delay: Duration) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the relay");
         let port = listener.local_addr().expect("its address").port();
         let cut = Arc::new(AtomicBool::new(false));
@@ -31,9 +40,11 @@ impl Relay {
                 let (upstream, mut cut_now) = (upstream.clone(), cuts.subscribe());
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(&upstream).await else { return };
-                    let (mut client, mut server) = (client, server);
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        () = pass_on(client_read, server_write, delay) => {}
+                        () = pass_on(server_read, client_write, delay) => {}
                         _ = cut_now.changed() => {}
                     }
                 });
@@ -58,6 +69,23 @@ impl Relay {
     /// Lets connections through again.
     pub fn mend(&self) {
         self.cut.store(false, Ordering::Release);
+    }
+}
+
+/// Copies what `from` reads to `to`, each chunk `delay` late, until either side closes.
+async fn pass_on(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    delay: Duration,
+) {
+    let mut chunk = vec![0; 64 * 1024];
+    while let Ok(read @ 1..) = from.read(&mut chunk).await {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if to.write_all(&chunk[..read]).await.is_err() {
+            return;
+        }
     }
 }
 
