@@ -75,6 +75,12 @@ pub fn run(root: &Path) -> ExitCode {
             // Stop now rather than at the end of the function so the servers'
             // shutdown shows up before the summary line.
             drop((postgres, redis));
+            // Faults of stores of its own, on the test build the tests above built.
+            steps.run("cargo xtask faults --short", || {
+                let mut faults = cmd::cargo(root);
+                faults.args(["xtask", "faults", "--short"]);
+                cmd::run(&mut faults)
+            });
         }
         (postgres, redis) => {
             for err in [postgres.err(), redis.err()].into_iter().flatten() {

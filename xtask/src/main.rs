@@ -8,6 +8,7 @@ mod browser;
 mod ci;
 mod cluster;
 mod cmd;
+mod faults;
 mod load;
 mod openapi;
 mod openapi_lint;
@@ -48,6 +49,13 @@ Tasks:
   cluster                 PostgreSQL, Redis, 3 release servers sharing them and nginx in
                           front, on loopback; prints the address and a key; Ctrl-C stops
                           and removes everything
+  faults [--short] [--secs N] [FAULT...]
+                          the release server under each fault of its stores (PostgreSQL
+                          stopped, full, terminating connections, 2 s late; SQLite full;
+                          Redis stopped, paused, full; kill -9 on a full disk), each held
+                          90 s, with clients that check for 500s, 429s under quota, broken
+                          connections and lost writes; writes the table to
+                          docs/operations.md. --short: 5 s each, on the test build
   tidy                    require //! docs atop every .rs file and no placeholder macros
                           under crates/, xtask/ and tests/
   help                    show this message
@@ -99,6 +107,7 @@ fn run() -> Result<ExitCode> {
             load::cluster::run(&root).map(|()| ExitCode::SUCCESS)
         }
         (Some("cluster"), []) => cluster::run(&root).map(|()| ExitCode::SUCCESS),
+        (Some("faults"), _) => faults::run(&root, &rest),
         (Some("tidy"), []) => {
             tidy::check(&root)?;
             Ok(ExitCode::SUCCESS)

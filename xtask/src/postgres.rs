@@ -56,11 +56,17 @@ impl Postgres {
     /// Finds (or on Debian as root, installs) the server binaries, then creates,
     /// starts and checks a fresh cluster.
     pub fn start() -> Result<Self> {
+        Self::start_in(&std::env::temp_dir())
+    }
+
+    /// [`Self::start`], with the cluster's files in a new directory under `parent` (a
+    /// small file system, for a fault run that fills it).
+    pub fn start_in(parent: &Path) -> Result<Self> {
         let as_root = system::is_root().context("could not tell whether we run as root")?;
         let (version, bin) = find_or_install_binaries(as_root)?;
         reap_stale(&bin, as_root);
 
-        let dir = TempDir::create()?;
+        let dir = TempDir::create_in(parent)?;
         let data = dir.path().join("data");
         fs::create_dir(&data).with_context(|| format!("could not create {}", data.display()))?;
         if as_root {
@@ -93,6 +99,40 @@ impl Postgres {
     /// Points a command (usually a test run) at this server.
     pub fn apply_env(&self, command: &mut Command) {
         command.env(URL_ENV, self.url()).env(REQUIRE_ENV, "1");
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server at once, as a crash or an operator's stop would, connections and all.
+    pub fn stop_now(&self) -> Result<()> {
+        let mut stop = pg_tool(&self.bin, "pg_ctl", self.as_root, self.dir.path());
+        stop.arg("-D").arg(&self.data).args(["-m", "immediate", "-w", "stop"]);
+        cmd::run_quiet(&mut stop).context("pg_ctl stop failed")?;
+        Ok(())
+    }
+
+    /// Starts the server again after [`Self::stop_now`], or after it stopped by itself,
+    /// unless it runs.
+    pub fn start_again(&self) -> Result<()> {
+        let mut status = pg_tool(&self.bin, "pg_ctl", self.as_root, self.dir.path());
+        status.arg("-D").arg(&self.data).arg("status");
+        if cmd::run_quiet(&mut status).is_ok() {
+            return Ok(());
+        }
+        self.start_server()?;
+        self.wait_until_reachable()
+    }
+
+    /// Runs one SQL statement with `psql` on `database`, as the superuser.
+    pub fn psql(&self, database: &str, sql: &str) -> Result<String> {
+        let mut psql = Command::new(self.bin.join("psql"));
+        psql.args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", SUPERUSER])
+            .args(["-d", database, "-X", "-q", "-t", "-A", "-c", sql]);
+        let out = cmd::run_quiet(&mut psql).with_context(|| format!("psql: {sql}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
     fn init_db(&self) -> Result<()> {
@@ -203,14 +243,14 @@ struct TempDir {
 }
 
 impl TempDir {
-    fn create() -> Result<Self> {
+    fn create_in(parent: &Path) -> Result<Self> {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .context("system clock is before 1970")?
             .as_nanos();
         // The pid lets `reap_stale` tell whether the owner is still alive.
         let name = format!("{DIR_PREFIX}{}-{nanos}", std::process::id());
-        let path = std::env::temp_dir().join(name);
+        let path = parent.join(name);
         // `create_dir`, not `create_dir_all`: failing on an existing path
         // guarantees nobody else's files end up in (and deleted with) our cluster.
         fs::create_dir(&path)

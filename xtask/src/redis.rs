@@ -36,25 +36,42 @@ pub struct Redis {
 impl Redis {
     /// Finds (or on Debian as root, installs) `redis-server`, then starts and checks it.
     pub fn start() -> Result<Self> {
-        let server = find_or_install()?;
         let dir = tempfile::Builder::new()
             .prefix("animal-store-redis-")
             .tempdir()
             .context("could not create a temporary directory for Redis")?;
         let port = system::free_port()?;
-        let child = Command::new(&server)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .with_context(|| format!("could not start {}", server.display()))?;
-        let redis = Self { child, port, dir };
+        let redis = Self { child: spawn(port, dir.path())?, port, dir };
         redis.wait_until_reachable()?;
         eprintln!("Redis ready at {} (files in {})", redis.url(), redis.dir.path().display());
         Ok(redis)
+    }
+
+    /// Kills the server, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on its port, empty, after [`Self::kill`].
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill();
+        self.child = spawn(self.port, self.dir.path())?;
+        self.wait_until_reachable()
+    }
+
+    /// Runs one command with `redis-cli` (`CLIENT PAUSE 5000`, `CONFIG SET ...`).
+    pub fn cli(&self, args: &[&str]) -> Result<String> {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .context("could not run redis-cli")?;
+        let answer = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !out.status.success() || answer.starts_with("ERR") {
+            bail!("redis-cli {}: {answer}", args.join(" "));
+        }
+        Ok(answer)
     }
 
     /// The server's URL.
@@ -85,6 +102,20 @@ impl Drop for Redis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A throwaway `redis-server` on `port`, keeping its files in `dir`.
+fn spawn(port: u16, dir: &std::path::Path) -> Result<Child> {
+    let server = find_or_install()?;
+    Command::new(&server)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(["--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"])
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .with_context(|| format!("could not start {}", server.display()))
 }
 
 /// `redis-server` on the `PATH` or where Debian puts it; on Debian as root, installs the

@@ -1,0 +1,180 @@
+//! The clients of a fault run, and what they saw.
+//!
+//! Four clients, two on each of two client addresses: 127.0.0.1 connects directly, and
+//! another client sits behind the trusted proxy 127.0.0.2, which names it in
+//! `X-Forwarded-For`. At each address one client has an enterprise key whose quota no run
+//! reaches and one a pro key (300 a minute), paced well under it. Each client alternates a
+//! read (`listPets`) and a keyed write (`createPet` with an `Idempotency-Key`) on a keep-alive
+//! connection, and records every answer or failure with its time.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::sync::Mutex;
+
+/// The address of the trusted proxy the second address's clients come through.
+pub const PROXY: &str = "127.0.0.2";
+/// The client the proxy names.
+const PROXIED_CLIENT: &str = "203.0.113.9";
+/// Longer than the service's request timeout (30 s): a client that gives up first would
+/// hide an answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(35);
+
+/// One client's identity and pace.
+#[derive(Clone)]
+pub struct Client {
+    pub name: &'static str,
+    pub key: String,
+    /// Behind the trusted proxy, or direct.
+    pub proxied: bool,
+    pub pace: Duration,
+}
+
+/// What a request met.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// An answer: its status, whether it carried `Retry-After`, and the pet a 201 added.
+    Answer { status: u16, retry_after: bool, added: Option<(i64, String)> },
+    /// No answer: the connection failed, or nothing came within the client's timeout.
+    Broken(String),
+}
+
+/// One request and its outcome.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub client: usize,
+    /// When the outcome arrived.
+    pub at: Instant,
+    pub outcome: Outcome,
+}
+
+/// The clients at work, until [`Traffic::stop`].
+pub struct Traffic {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Traffic {
+    /// Starts `clients` against `base`.
+    pub fn start(base: &str, clients: &[Client]) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for (index, client) in clients.iter().enumerate() {
+            let local: IpAddr = if client.proxied { PROXY } else { "127.0.0.1" }.parse()?;
+            let http = reqwest::Client::builder()
+                .local_address(local)
+                .timeout(CLIENT_TIMEOUT)
+                .pool_max_idle_per_host(1)
+                .build()
+                .context("could not build an HTTP client")?;
+            let (client, base) = (client.clone(), base.to_owned());
+            let (stop, seen) = (Arc::clone(&stop), Arc::clone(&seen));
+            tasks.push(tokio::spawn(async move {
+                let mut n = 0_u64;
+                while !stop.load(Ordering::Acquire) {
+                    let started = Instant::now();
+                    let outcome = request(&http, &base, &client, n).await;
+                    seen.lock().await.push(Seen { client: index, at: Instant::now(), outcome });
+                    n += 1;
+                    tokio::time::sleep(client.pace.saturating_sub(started.elapsed())).await;
+                }
+            }));
+        }
+        Ok(Self { stop, tasks, seen })
+    }
+
+    /// Whether every client has had a 2xx since `since`.
+    pub async fn recovered(&self, since: Instant) -> bool {
+        let seen = self.seen.lock().await;
+        (0..self.tasks.len()).all(|client| {
+            seen.iter().any(|one| {
+                one.client == client
+                    && one.at >= since
+                    && matches!(one.outcome, Outcome::Answer { status: 200..=299, .. })
+            })
+        })
+    }
+
+    /// Stops the clients once their requests in flight are answered, and returns what they
+    /// saw.
+    pub async fn stop(self) -> Vec<Seen> {
+        self.stop.store(true, Ordering::Release);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        std::mem::take(&mut *self.seen.lock().await)
+    }
+}
+
+/// The `n`th request of `client`: a read when `n` is even, a keyed write when odd.
+async fn request(http: &reqwest::Client, base: &str, client: &Client, n: u64) -> Outcome {
+    let mut builder = if n.is_multiple_of(2) {
+        http.get(format!("{base}/v1/pets?limit=5"))
+    } else {
+        let name = format!("{} {n}", client.name);
+        http.post(format!("{base}/v1/pets"))
+            .header("content-type", "application/json")
+            .header("idempotency-key", format!("{}-{n}-{}", client.name, std::process::id()))
+            .body(format!(r#"{{"name":"{name}","categoryId":3}}"#))
+    };
+    builder = builder.bearer_auth(&client.key);
+    if client.proxied {
+        builder = builder.header("x-forwarded-for", PROXIED_CLIENT);
+    }
+    let response = match builder.send().await {
+        Ok(response) => response,
+        Err(err) => return Outcome::Broken(error_chain(&err)),
+    };
+    let status = response.status().as_u16();
+    let retry_after = response.headers().contains_key("retry-after");
+    let body = match response.text().await {
+        Ok(body) => body,
+        Err(err) => return Outcome::Broken(error_chain(&err)),
+    };
+    let added = (status == 201)
+        .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
+        .flatten()
+        .and_then(|pet| Some((pet["id"].as_i64()?, pet["name"].as_str()?.to_owned())));
+    Outcome::Answer { status, retry_after, added }
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Every pet the service lists, by id, read with `key`.
+pub async fn stored(base: &str, key: &str) -> Result<BTreeMap<i64, String>> {
+    let http = reqwest::Client::builder().timeout(CLIENT_TIMEOUT).build()?;
+    let mut pets = BTreeMap::new();
+    let mut next = Some(format!("{base}/v1/pets?limit=100"));
+    while let Some(url) = next.take() {
+        let response = http.get(&url).bearer_auth(key).send().await?.error_for_status()?;
+        next = response
+            .headers()
+            .get("link")
+            .and_then(|link| link.to_str().ok())
+            .and_then(|link| link.split_once('<'))
+            .and_then(|(_, rest)| rest.split_once('>'))
+            .map(|(path, _)| format!("{base}{path}"));
+        let page: Vec<serde_json::Value> = response.json().await?;
+        for pet in page {
+            if let (Some(id), Some(name)) = (pet["id"].as_i64(), pet["name"].as_str()) {
+                pets.insert(id, name.to_owned());
+            }
+        }
+    }
+    Ok(pets)
+}
