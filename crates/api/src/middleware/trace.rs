@@ -1,8 +1,15 @@
 //! Layer 8: a request id, and one span and one log line per request.
+//!
+//! Nothing a client sends reaches the line whole: the route is a template of the route
+//! table or `(unmatched)`, never the path; the request id is the client's only when it is
+//! 1 to 128 safe characters; and the method, which hyper takes at any length a header
+//! block allows, is logged as its [`excerpt`], so that a line stays short whatever the
+//! request (`docs/security.md#what-the-service-defends`).
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use animal_store_domain::excerpt;
 use poem::http::{HeaderName, HeaderValue, StatusCode};
 use poem::{Endpoint, Request, Response};
 use tracing::Instrument;
@@ -36,7 +43,7 @@ pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Resul
         .to_owned();
     let span = tracing::info_span!(
         "request",
-        method = %req.method(),
+        method = %excerpt(req.method().as_str()),
         route = %route,
         request_id = %request_id,
         key_id = tracing::field::Empty,
