@@ -28,12 +28,16 @@ fn client_request_id(req: &Request) -> Option<String> {
     valid.then(|| id.to_owned())
 }
 
-/// Layer 8: gives the request an id (`X-Request-Id` on the response: the client's own when
-/// valid, a new one otherwise) and a span with its method, route, key id, status and
-/// latency. The key itself is never logged.
+/// The id of a request, for its `X-Request-Id` and its log line: the client's own when
+/// valid, a new one otherwise.
+pub fn request_id(req: &Request) -> String {
+    client_request_id(req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()))
+}
+
+/// Layer 8: gives the request an id ([`request_id`], sent back as `X-Request-Id`) and a
+/// span with its method, route, key id, status and latency. The key itself is never logged.
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let request_id =
-        client_request_id(&req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()));
+    let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
     let routes = routes(&req);
     let route = routes
