@@ -217,6 +217,11 @@ impl Server {
         self.stderr.lock().expect("lock").iter().filter(|line| line.contains(text)).count()
     }
 
+    /// How many bytes the server has written to stderr so far, each line with its newline.
+    pub fn stderr_bytes(&self) -> usize {
+        self.stderr.lock().expect("lock").iter().map(|line| line.len() + 1).sum()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

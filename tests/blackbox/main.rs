@@ -6,6 +6,7 @@ mod harness;
 
 mod ambiguity;
 mod backup;
+mod bounded;
 mod browser;
 mod cli;
 mod connections;

@@ -7,6 +7,7 @@
 //!   contract lives in exactly one constructor, so an invalid value cannot exist.
 //! - [`name_rule`]: the one rule for names people type, which pet names and key names
 //!   follow.
+//! - [`excerpt`](mod@excerpt): how much of a client's value a message or a log line repeats.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest.
 //! - [`idempotency`]: idempotency keys and the outcomes stored for retries; [`retries`]: the
@@ -23,6 +24,7 @@
 //! `animal-store-infra`, HTTP in `animal-store-api`.
 
 pub mod api_key;
+pub mod excerpt;
 pub mod idempotency;
 pub mod keys;
 pub mod name_rule;
@@ -39,6 +41,7 @@ pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
     KeyNameError,
 };
+pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use idempotency::{
     Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, Idempotent,
     IdempotentWrite, KeyReused, RenderOrder, RenderPet, StoredResponse,
@@ -52,7 +55,7 @@ pub use order::{
 pub use orders::{OrderPage, OrderQuery, OrderService, to_the_second};
 pub use pet::{
     CategoryId, CategoryIdError, NewPet, PageSize, PageSizeError, Pet, PetId, PetName,
-    PetNameError, PetStatus, PetStatusError, excerpt,
+    PetNameError, PetStatus, PetStatusError,
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{

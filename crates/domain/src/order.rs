@@ -120,7 +120,7 @@ impl FromStr for OrderStatus {
         Self::ALL
             .into_iter()
             .find(|status| status.as_str() == s)
-            .ok_or_else(|| OrderStatusError(crate::pet::excerpt(s)))
+            .ok_or_else(|| OrderStatusError(crate::excerpt(s)))
     }
 }
 

@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
+use crate::excerpt::excerpt;
 use crate::name_rule::{NameRuleError, check_name};
 
 /// The identifier the store assigns to a pet when it is added.
@@ -262,18 +263,6 @@ impl Default for PageSize {
     }
 }
 
-/// At most the first 32 characters of a client's value, for an error message, followed by
-/// how long it was: a message never echoes a whole 5,000-character value back.
-pub fn excerpt(text: &str) -> String {
-    const KEPT: usize = 32;
-    let length = text.chars().count();
-    if length <= KEPT + 8 {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(KEPT).collect();
-    format!("{kept}... ({length} characters)")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,8 +333,8 @@ mod tests {
         assert_eq!(PageSize::new(-1), Err(PageSizeError("-1".into())));
         assert_eq!(PageSize::new(356), Err(PageSizeError("356".into())));
         let long = "9".repeat(5_000);
-        assert_eq!(excerpt(&long), format!("{}... (5000 characters)", "9".repeat(32)));
-        assert_eq!(excerpt("available!"), "available!");
+        let quoted = format!("{}... (5000 characters)", "9".repeat(32));
+        assert_eq!(long.parse::<PetStatus>(), Err(PetStatusError(quoted)));
     }
 
     proptest! {

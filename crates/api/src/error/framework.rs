@@ -1,6 +1,10 @@
 //! Errors that poem and poem-openapi raise before a handler runs (routing, parameters,
 //! bodies, content types, authentication), translated into the contract's shape.
+//!
+//! A refused value the client chose, such as a `Content-Type`, is quoted as its
+//! [`excerpt`] only (`docs/security.md#what-the-service-defends`).
 
+use animal_store_domain::excerpt;
 use poem::http::StatusCode;
 use poem_openapi::error::{
     AuthorizationError, ContentTypeError, ParseParamError, ParsePathError, ParseRequestPayloadError,
@@ -27,7 +31,7 @@ impl ApiError {
         if let Some(e) = err.downcast_ref::<ContentTypeError>() {
             let message = match e {
                 ContentTypeError::NotSupported { content_type } => {
-                    format!("the body must be application/json, not {content_type}")
+                    format!("the body must be application/json, not {:?}", excerpt(content_type))
                 }
                 ContentTypeError::ExpectContentType => {
                     "the body must be application/json; send a Content-Type header".to_owned()
@@ -52,5 +56,23 @@ impl ApiError {
                 Self::internal()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_content_type_is_quoted_as_an_excerpt() {
+        let content_type = format!("text/html; x=<script>{}", "a".repeat(390_000));
+        let err = poem::Error::from(ContentTypeError::NotSupported { content_type });
+        let error = ApiError::from_poem(&err);
+        assert_eq!(error.code(), ErrorCode::UnsupportedMediaType);
+        assert_eq!(
+            error.body().message,
+            "the body must be application/json, not \"text/html; x=<script>aaaaaaaaaaa... \
+             (390021 characters)\""
+        );
     }
 }

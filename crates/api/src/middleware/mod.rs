@@ -62,7 +62,7 @@ pub use nosniff::nosniff;
 pub use panic::panic_response;
 pub use retries::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, KeyedWrite, idempotent_retries, replay};
 pub use timeout::request_timeout;
-pub use trace::trace_request;
+pub use trace::{request_id, trace_request};
 
 use crate::error::ApiError;
 use crate::routes::RouteTable;

@@ -1,8 +1,15 @@
 //! Layer 8: a request id, and one span and one log line per request.
+//!
+//! Nothing a client sends reaches the line whole: the route is a template of the route
+//! table or `(unmatched)`, never the path; the request id is the client's only when it is
+//! 1 to 128 safe characters; and the method, which hyper takes at any length a header
+//! block allows, is logged as its [`excerpt`], so that a line stays short whatever the
+//! request (`docs/security.md#what-the-service-defends`).
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use animal_store_domain::excerpt;
 use poem::http::{HeaderName, HeaderValue, StatusCode};
 use poem::{Endpoint, Request, Response};
 use tracing::Instrument;
@@ -21,12 +28,16 @@ fn client_request_id(req: &Request) -> Option<String> {
     valid.then(|| id.to_owned())
 }
 
-/// Layer 8: gives the request an id (`X-Request-Id` on the response: the client's own when
-/// valid, a new one otherwise) and a span with its method, route, key id, status and
-/// latency. The key itself is never logged.
+/// The id of a request, for its `X-Request-Id` and its log line: the client's own when
+/// valid, a new one otherwise.
+pub fn request_id(req: &Request) -> String {
+    client_request_id(req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()))
+}
+
+/// Layer 8: gives the request an id ([`request_id`], sent back as `X-Request-Id`) and a
+/// span with its method, route, key id, status and latency. The key itself is never logged.
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let request_id =
-        client_request_id(&req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()));
+    let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
     let routes = routes(&req);
     let route = routes
@@ -36,7 +47,7 @@ pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Resul
         .to_owned();
     let span = tracing::info_span!(
         "request",
-        method = %req.method(),
+        method = %excerpt(req.method().as_str()),
         route = %route,
         request_id = %request_id,
         key_id = tracing::field::Empty,

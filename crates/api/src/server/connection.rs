@@ -10,7 +10,8 @@
 //!
 //! The [`Watched`] socket reports reads to the [`Activity`], and [`Activity::expired`]
 //! resolves when the current phase has run out: the connection is then dropped, closing
-//! the socket.
+//! the socket. It also shows what it reads to the connection's [`HeadScan`], which looks
+//! for framing a proxy could read otherwise (`framing.rs`).
 
 use std::io;
 use std::pin::Pin;
@@ -27,6 +28,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
 use super::Limits;
+use super::framing::HeadScan;
 use super::unread::Unread;
 
 /// What a connection is waiting for.
@@ -227,16 +229,18 @@ impl http_body::Body for TimedBody {
     }
 }
 
-/// A socket that tells its connection's [`Activity`] when bytes arrive.
+/// A socket that tells its connection's [`Activity`] when bytes arrive, and shows them to
+/// its [`HeadScan`].
 pub struct Watched<IO> {
     io: IO,
     activity: Arc<Activity>,
+    scan: HeadScan,
 }
 
 impl<IO> Watched<IO> {
-    /// `io`, reporting to `activity`.
-    pub fn new(io: IO, activity: Arc<Activity>) -> Self {
-        Self { io, activity }
+    /// `io`, reporting to `activity` and `scan`.
+    pub fn new(io: IO, activity: Arc<Activity>, scan: HeadScan) -> Self {
+        Self { io, activity, scan }
     }
 }
 
@@ -250,6 +254,7 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
         ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
         if buf.filled().len() > before {
             self.activity.on_read();
+            self.scan.read(&buf.filled()[before..]);
         }
         Poll::Ready(Ok(()))
     }

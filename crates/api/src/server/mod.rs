@@ -7,10 +7,14 @@
 //! one gives every connection a clock ([`connection::Activity`]): headers within
 //! [`Limits::header_timeout`], a body within [`Limits::body_timeout`] of its headers, and
 //! [`Limits::idle_timeout`] between requests. Past [`Limits::max_connections`], a new
-//! connection is answered 503 and closed at once.
+//! connection is answered 503 and closed at once. A request whose body a proxy could
+//! delimit otherwise (`Content-Length` with `Transfer-Encoding`, a `Transfer-Encoding` other
+//! than `chunked`) is answered 400 and its connection closed before the app sees it
+//! (`framing.rs`).
 
 mod accept;
 mod connection;
+mod framing;
 mod unread;
 
 use std::convert::Infallible;
@@ -32,6 +36,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use connection::{Activity, Watched};
+use framing::{HeadScan, Heads};
 
 /// How long a client may take, and how many connections it may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,8 +111,16 @@ impl Server {
             };
             accepting.under_capacity();
             let activity = Activity::new(limits);
-            let service = AppService::new(Arc::clone(&app), Arc::clone(&activity), local, remote);
-            let io = TokioIo::new(Watched::new(socket, Arc::clone(&activity)));
+            let heads = Arc::new(Heads::default());
+            let service = AppService::new(
+                Arc::clone(&app),
+                Arc::clone(&activity),
+                Arc::clone(&heads),
+                local,
+                remote,
+            );
+            let scan = HeadScan::new(heads);
+            let io = TokioIo::new(Watched::new(socket, Arc::clone(&activity), scan));
             let connection = graceful.watch(builder.serve_connection(io, service).into_owned());
             tokio::spawn(serve(connection, activity, remote, slot));
         }
@@ -152,11 +165,13 @@ impl<E: Endpoint<Output = Response>> DynApp for E {
 }
 
 /// The hyper service of one connection: each request goes to the app as poem's server
-/// would hand it, its body on the connection's clock.
+/// would hand it, its body on the connection's clock, unless its framing is refused.
 #[derive(Clone)]
 struct AppService {
     app: Arc<dyn DynApp>,
     activity: Arc<Activity>,
+    /// What the connection's socket saw of its header blocks.
+    heads: Arc<Heads>,
     local: LocalAddr,
     remote: RemoteAddr,
 }
@@ -167,11 +182,12 @@ impl AppService {
     fn new(
         app: Arc<dyn DynApp>,
         activity: Arc<Activity>,
+        heads: Arc<Heads>,
         local: Option<SocketAddr>,
         remote: SocketAddr,
     ) -> Self {
         let local = LocalAddr(local.map_or(Addr::Custom("unknown", "".into()), Addr::SocketAddr));
-        Self { app, activity, local, remote: RemoteAddr(Addr::SocketAddr(remote)) }
+        Self { app, activity, heads, local, remote: RemoteAddr(Addr::SocketAddr(remote)) }
     }
 }
 
@@ -181,10 +197,14 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
     type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
 
     fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        let Self { app, activity, local, remote } = self.clone();
+        let Self { app, activity, heads, local, remote } = self.clone();
         Box::pin(async move {
             let _request = activity.begin_request();
             let mut req = poem::Request::from((req, local, remote, Scheme::HTTP));
+            if let Some(reason) = framing::refused(req.headers(), &heads) {
+                // Nothing of the body is read: where it ends is what is in doubt.
+                return Ok(framing::refusal(&req, reason).into());
+            }
             let body = req.take_body();
             let (body, unread) = activity.time_body(req.headers(), body);
             req.set_body(body);

@@ -1,0 +1,237 @@
+//! Requests whose body a proxy could delimit otherwise than this server: `Content-Length`
+//! together with `Transfer-Encoding`, and a `Transfer-Encoding` other than one `chunked`.
+//!
+//! A proxy in front that reads such a request's body by the other rule sees it end
+//! elsewhere, and takes what follows for the next request: bytes the proxy never checked
+//! reach the service as a request of their own (request smuggling). RFC 9112 §6.3 lets a
+//! server refuse both forms and says the first "ought to be handled as an error"; this
+//! server answers them `400 invalid_request` with `Connection: close`, before the app: no
+//! operation runs, no body is read, and what was pipelined behind them is never read
+//! (`docs/security.md#what-the-service-defends`).
+//!
+//! hyper hides the first form: it reads the body as chunked and leaves `Content-Length` out
+//! of the headers it hands on. So the connection's socket shows every line it receives to a
+//! [`HeadScan`], which marks the connection ([`Heads`]) when a header block holds both
+//! fields. hyper refuses by itself a `Transfer-Encoding` whose last coding is not `chunked`
+//! (`gzip`, `chunked, gzip`), with a bare `400` and the close; the other lists and repeated
+//! headers (`chunked, chunked`) reach [`refused`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use poem::http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, X_CONTENT_TYPE_OPTIONS};
+use poem::http::{HeaderMap, HeaderName, HeaderValue};
+use poem::{IntoResponse, Request, Response};
+
+use crate::error::ApiError;
+
+/// Why a request with both framing fields is refused.
+const BOTH: &str = "the request gives both Content-Length and Transfer-Encoding, which a proxy \
+                    and this server could read two ways; send one of them";
+
+/// Why a request with another `Transfer-Encoding` is refused.
+const NOT_CHUNKED: &str = "Transfer-Encoding must be chunked, given once, or left out: send \
+                           Content-Length or Transfer-Encoding: chunked alone";
+
+/// What a connection's header blocks have shown, shared by its socket and its requests.
+#[derive(Debug, Default)]
+pub struct Heads {
+    /// A header block held both `Content-Length` and `Transfer-Encoding`.
+    both: AtomicBool,
+}
+
+/// The lines a connection receives, read for its header blocks' framing fields.
+///
+/// A block is the lines up to an empty one, as a request's head is; body bytes are read as
+/// lines too. A JSON body, the only kind the operations take, cannot hold a line that
+/// starts with a field name, so only a connection that sends other bodies can be marked
+/// without a head that deserves it, and it is then the connection's own request that is
+/// refused. Only the first bytes of a line are kept, however long it is.
+#[derive(Debug)]
+pub struct HeadScan {
+    heads: Arc<Heads>,
+    /// The first bytes of the current line.
+    start: [u8; KEPT],
+    /// How many of `start` are filled.
+    kept: usize,
+    /// How long the current line is so far, in bytes.
+    length: usize,
+    /// The current block has had a `Content-Length` line.
+    content_length: bool,
+    /// The current block has had a `Transfer-Encoding` line.
+    transfer_encoding: bool,
+}
+
+/// The field names looked for, with their colon: a field name ends there (RFC 9112 §5).
+const CONTENT_LENGTH_LINE: &[u8] = b"content-length:";
+const TRANSFER_ENCODING_LINE: &[u8] = b"transfer-encoding:";
+/// The bytes of a line kept: enough for the longer name.
+const KEPT: usize = TRANSFER_ENCODING_LINE.len();
+
+impl HeadScan {
+    /// A scan that marks `heads`.
+    pub fn new(heads: Arc<Heads>) -> Self {
+        Self {
+            heads,
+            start: [0; KEPT],
+            kept: 0,
+            length: 0,
+            content_length: false,
+            transfer_encoding: false,
+        }
+    }
+
+    /// Reads the next bytes the connection received.
+    pub fn read(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let (line, ended, rest) = match bytes.iter().position(|&b| b == b'\n') {
+                Some(end) => (&bytes[..end], true, &bytes[end + 1..]),
+                None => (bytes, false, &[][..]),
+            };
+            let take = line.len().min(KEPT - self.kept);
+            self.start[self.kept..self.kept + take].copy_from_slice(&line[..take]);
+            self.kept += take;
+            self.length = self.length.saturating_add(line.len());
+            if ended {
+                self.end_line();
+            }
+            bytes = rest;
+        }
+    }
+
+    fn end_line(&mut self) {
+        let line = &self.start[..self.kept];
+        // A line ends with CRLF, or a bare LF, which hyper accepts too.
+        if self.length == 0 || (self.length == 1 && line == b"\r") {
+            self.content_length = false;
+            self.transfer_encoding = false;
+        } else if starts_with_name(line, CONTENT_LENGTH_LINE) {
+            self.content_length = true;
+        } else if starts_with_name(line, TRANSFER_ENCODING_LINE) {
+            self.transfer_encoding = true;
+        }
+        if self.content_length && self.transfer_encoding {
+            self.heads.both.store(true, Ordering::Relaxed);
+        }
+        self.kept = 0;
+        self.length = 0;
+    }
+}
+
+/// Whether `line` starts with the field name `name` (lowercase), in any case.
+fn starts_with_name(line: &[u8], name: &[u8]) -> bool {
+    line.get(..name.len()).is_some_and(|start| start.eq_ignore_ascii_case(name))
+}
+
+/// Why a request is refused for its framing, if it is: `headers` are those hyper hands on,
+/// `heads` what the connection's socket saw.
+pub fn refused(headers: &HeaderMap, heads: &Heads) -> Option<&'static str> {
+    let mut codings = headers.get_all(TRANSFER_ENCODING).iter();
+    let first = codings.next()?;
+    // hyper keeps `Transfer-Encoding` and drops `Content-Length` when both are sent.
+    if heads.both.load(Ordering::Relaxed) || headers.contains_key(CONTENT_LENGTH) {
+        return Some(BOTH);
+    }
+    let chunked = first.as_bytes().trim_ascii().eq_ignore_ascii_case(b"chunked");
+    (!chunked || codings.next().is_some()).then_some(NOT_CHUNKED)
+}
+
+/// The answer to a request refused for its framing: the Error body, the headers every
+/// answer has (`X-Request-Id`, `nosniff`), and `Connection: close`.
+pub fn refusal(req: &Request, reason: &'static str) -> Response {
+    let request_id = crate::middleware::request_id(req);
+    tracing::info!(
+        request_id = %request_id,
+        status = 400,
+        reason,
+        "request refused: ambiguous framing"
+    );
+    let mut response = ApiError::invalid_request(reason).into_response();
+    let headers = response.headers_mut();
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if let Ok(value) = HeaderValue::try_from(request_id) {
+        headers.insert(HeaderName::from_static("x-request-id"), value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `stream`, read in pieces of `piece` bytes, marks its connection.
+    fn marks(stream: &str, piece: usize) -> bool {
+        let heads = Arc::new(Heads::default());
+        let mut scan = HeadScan::new(Arc::clone(&heads));
+        for part in stream.as_bytes().chunks(piece) {
+            scan.read(part);
+        }
+        heads.both.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_head_with_both_fields_marks_the_connection_however_it_is_cut() {
+        let both = "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\
+                    transfer-ENCODING: chunked\r\n\r\n0\r\n\r\n";
+        let reversed = "POST /v1/pets HTTP/1.1\nTransfer-Encoding: chunked\nCONTENT-LENGTH: 5\n\n";
+        for piece in [1, 2, 7, 1000] {
+            assert!(marks(both, piece), "{piece}");
+            assert!(marks(reversed, piece), "{piece}");
+        }
+        let long = format!("GET / HTTP/1.1\r\nX-Long: {}\r\n{both}", "a".repeat(100_000));
+        assert!(marks(&long, 4096));
+    }
+
+    #[test]
+    fn fields_in_separate_blocks_or_values_do_not() {
+        let apart = "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n\
+                     POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+        let in_values =
+            "GET / HTTP/1.1\r\nX-A: Content-Length: 1\r\nX-B: Transfer-Encoding: x\r\n\r\n";
+        let body = "POST / HTTP/1.1\r\nContent-Length: 38\r\n\r\n\
+                    {\"name\":\"Transfer-Encoding: chunked\"}";
+        for piece in [1, 3, 1000] {
+            assert!(!marks(apart, piece), "{piece}");
+            assert!(!marks(in_values, piece), "{piece}");
+            assert!(!marks(body, piece), "{piece}");
+        }
+    }
+
+    fn headers(fields: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in fields {
+            headers.append(*name, HeaderValue::from_static(value));
+        }
+        headers
+    }
+
+    #[test]
+    fn only_one_plain_chunked_coding_passes() {
+        let unmarked = Heads::default();
+        for fine in
+            [&[][..], &[("transfer-encoding", "chunked")], &[("transfer-encoding", "Chunked ")]]
+        {
+            assert_eq!(refused(&headers(fine), &unmarked), None, "{fine:?}");
+        }
+        assert_eq!(refused(&headers(&[("content-length", "5")]), &unmarked), None);
+        for other in [
+            &[("transfer-encoding", "chunked, chunked")][..],
+            &[("transfer-encoding", "gzip, chunked")],
+            &[("transfer-encoding", "chunked"), ("transfer-encoding", "chunked")],
+        ] {
+            assert_eq!(refused(&headers(other), &unmarked), Some(NOT_CHUNKED), "{other:?}");
+        }
+        let both = [("transfer-encoding", "chunked"), ("content-length", "5")];
+        assert_eq!(refused(&headers(&both), &unmarked), Some(BOTH));
+    }
+
+    #[test]
+    fn a_marked_connection_refuses_its_chunked_request_only() {
+        let marked = Heads::default();
+        marked.both.store(true, Ordering::Relaxed);
+        assert_eq!(refused(&headers(&[("transfer-encoding", "chunked")]), &marked), Some(BOTH));
+        assert_eq!(refused(&headers(&[("content-length", "5")]), &marked), None);
+        assert_eq!(refused(&headers(&[]), &marked), None);
+    }
+}
