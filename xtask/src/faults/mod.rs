@@ -208,18 +208,11 @@ pub fn run(root: &Path, args: &[OsString]) -> Result<ExitCode> {
     }
 }
 
-/// The test build of the server, whose clock a file can set.
+/// The test build of the server, whose clock a file can set: the binary the workspace's
+/// tests run (built with them, so that after `cargo xtask ci`'s tests nothing is built).
 fn test_build(root: &Path) -> Result<PathBuf> {
-    cmd::header("cargo build -p animal-store --features testing --bin animal-store");
-    cmd::run(cmd::cargo(root).args([
-        "build",
-        "-p",
-        "animal-store",
-        "--features",
-        "testing",
-        "--bin",
-        "animal-store",
-    ]))?;
+    cmd::header("cargo build --workspace --tests");
+    cmd::run(cmd::cargo(root).args(["build", "--workspace", "--tests"]))?;
     Ok(root.join("target/debug/animal-store"))
 }
 
