@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Client, Db, json};
+use crate::harness::{Client, Db, json, list_all};
 
 async fn happy_path(db: &Db) {
     let key = db.key("free");
@@ -249,4 +249,25 @@ async fn a_valid_client_request_id_is_echoed_and_logged() {
         assert_ne!(id, bad);
         assert!(id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
     }
+}
+
+#[tokio::test]
+async fn bodies_too_large_or_too_deep_are_refused_and_store_nothing() {
+    let db = Db::sqlite();
+    let key = db.key("pro");
+    let server = db.start();
+    let client = Client::new(&key);
+    let deep = format!(
+        r#"{{"name":"Rex","categoryId":1,"tags":{}1{}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let resp = client.post(&server.url("/v1/pets"), &deep).await;
+    assert_eq!(resp.status(), 400, "200 levels of nesting");
+    assert_eq!(json(resp).await["code"], "invalid_request");
+    let large = format!(r#"{{"name":"Rex","categoryId":1,"notes":"{}"}}"#, "x".repeat(17 * 1024));
+    let resp = client.post(&server.url("/v1/pets"), &large).await;
+    assert_eq!(resp.status(), 413, "a body over 16 KiB");
+    assert_eq!(json(resp).await["code"], "payload_too_large");
+    assert!(list_all(&client, &server).await.is_empty(), "nothing stored");
 }
