@@ -49,6 +49,11 @@ pub fn run(root: &Path) -> ExitCode {
     clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
     steps.command(clippy);
 
+    // Every intra-doc link resolves, and no doc comment breaks rustdoc's rules.
+    let mut doc = cmd::cargo(root);
+    doc.args(["doc", "--no-deps", "--workspace"]).env("RUSTDOCFLAGS", "-D warnings");
+    steps.command(doc);
+
     steps.run("validate docs/openapi.json (openapi-spec-validator)", || {
         openapi_lint::validate(root)
     });

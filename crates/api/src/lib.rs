@@ -28,6 +28,7 @@ pub mod error;
 pub mod middleware;
 mod openapi;
 mod operations;
+mod operators;
 pub mod probes;
 mod published;
 mod rate_limit;
@@ -121,9 +122,9 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
 
     // The layers, innermost first; middleware/mod.rs says why in this order.
     Route::new()
-        .at(probes::PATHS[0], get(probes::livez))
-        .at(probes::PATHS[1], get(probes::readyz))
-        .at(telemetry::PATH, get(telemetry::serve_metrics))
+        .at(probes::PATHS[0], get(operators::livez))
+        .at(probes::PATHS[1], get(operators::readyz))
+        .at(telemetry::PATH, get(operators::serve_metrics))
         .nest("/v1", v1)
         .around(middleware::idempotent_retries)
         .around(middleware::body_limit)

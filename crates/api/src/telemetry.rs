@@ -16,11 +16,6 @@ use metrics::{
     histogram,
 };
 use poem::http::{Method, StatusCode};
-use poem::web::Data;
-use poem::{IntoResponse, Response, handler};
-
-use crate::error::{ApiError, ErrorCode};
-use crate::state::AppState;
 
 /// Where the metrics are served, outside `/v1`.
 pub const PATH: &str = "/metrics";
@@ -173,24 +168,6 @@ fn register(method: &'static str, route: Option<&str>, status: StatusCode) -> Hi
         );
     }
     histogram!(REQUEST_DURATION, "http_request_method" => method, "http_response_status_code" => status)
-}
-
-/// `GET /metrics`: the Prometheus text exposition, or 404 when the server runs without
-/// metrics.
-#[handler]
-#[allow(clippy::needless_pass_by_value, reason = "poem extracts the data by value")]
-pub fn serve_metrics(state: Data<&AppState>) -> Response {
-    let Some(exporter) = state.metrics.as_ref() else {
-        return ApiError::new(ErrorCode::NotFound, "metrics are turned off on this server")
-            .into_response();
-    };
-    if let Some(subjects) = state.limiter.subjects() {
-        #[allow(clippy::cast_precision_loss, reason = "a gauge: exact below 2^53")]
-        metrics::gauge!(RATE_LIMITER_SUBJECTS).set(subjects as f64);
-    }
-    Response::builder()
-        .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(exporter.render())
 }
 
 /// The exporter of a server, shared by every request.

@@ -8,7 +8,8 @@ use thiserror::Error;
 
 use crate::api_key::{ApiKey, ApiKeySecret, Environment, KeyId, KeyName, PresentedKey};
 use crate::plan::Plan;
-use crate::ports::{ApiKeyStore, Clock, RepositoryError, Rotation};
+use crate::ports::{ApiKeyStore, Clock, Rotation};
+use crate::repository_error::RepositoryError;
 
 /// A key just issued: the only moment its secret is known.
 #[derive(Debug)]

@@ -14,7 +14,7 @@
 //!   use case that decides whether a keyed request runs, replays or is refused.
 //! - [`order`]: orders, their statuses and the moves between them; [`orders`]: the order
 //!   use cases.
-//! - [`limit`]: rate-limit windows and the decision to admit a request, as pure functions,
+//! - [`rate_limit`]: rate-limit windows and the decision to admit a request, as pure functions,
 //!   and the [`RateLimiter`] port.
 //! - [`ports`]: the traits adapters implement (storage, clock).
 //! - [`service`]: the pet use cases the HTTP layer calls; [`keys`]: the key use cases of
@@ -34,6 +34,7 @@ pub mod pet;
 pub mod plan;
 pub mod ports;
 pub mod rate_limit;
+pub mod repository_error;
 pub mod retries;
 pub mod service;
 
@@ -59,12 +60,12 @@ pub use pet::{
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{
-    ApiKeyStore, BoxError, Clock, HealthCheck, IdempotencyStore, OrderRepository, PetRepository,
-    RepositoryError, Rotation,
+    ApiKeyStore, Clock, HealthCheck, IdempotencyStore, OrderRepository, PetRepository, Rotation,
 };
 pub use rate_limit::{
     Decision, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,
     StoreFallback, Subject, Verdict, WindowUsage,
 };
+pub use repository_error::{BoxError, RepositoryError};
 pub use retries::{Answer, Claim, RetryRefusal, RetryService};
 pub use service::{GetPetError, PetPage, PetQuery, PetService};

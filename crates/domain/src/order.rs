@@ -15,7 +15,7 @@ use thiserror::Error;
 
 use crate::api_key::KeyId;
 use crate::pet::{PetId, PetStatus};
-use crate::ports::RepositoryError;
+use crate::repository_error::RepositoryError;
 
 /// The identifier the store assigns to an order when it is placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,7 +10,8 @@ use crate::order::{
     GetOrderError, NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError,
 };
 use crate::pet::{PageSize, PetId};
-use crate::ports::{Clock, OrderRepository, RepositoryError};
+use crate::ports::{Clock, OrderRepository};
+use crate::repository_error::RepositoryError;
 
 /// What a listing of orders asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -4,12 +4,10 @@
 //! adapter of a port passes the same conformance suite. Ports are used as `Arc<dyn Port>` so
 //! the adapter is picked at run time from configuration.
 
-use std::error::Error as StdError;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use thiserror::Error;
 
 use crate::api_key::{ApiKey, KeyDigest, KeyId};
 use crate::idempotency::{
@@ -18,23 +16,7 @@ use crate::idempotency::{
 use crate::order::{NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError};
 use crate::pet::{NewPet, Pet, PetId, PetStatus};
 
-/// The boxed cause of a storage failure, kept for logs.
-pub type BoxError = Box<dyn StdError + Send + Sync>;
-
-/// A storage operation that did not happen.
-#[derive(Debug, Error)]
-pub enum RepositoryError {
-    /// A record with the same unique value exists already.
-    #[error("a record with the same unique value already exists")]
-    Duplicate,
-    /// The store could not be reached in time (busy, unreachable, pool exhausted). Retrying
-    /// later may succeed.
-    #[error("the store is unavailable")]
-    Unavailable(#[source] BoxError),
-    /// The store failed in a way retrying will not fix.
-    #[error("the store failed")]
-    Backend(#[source] BoxError),
-}
+use crate::repository_error::RepositoryError;
 
 /// Where pets are kept.
 #[async_trait]

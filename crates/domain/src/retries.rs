@@ -20,7 +20,8 @@ use crate::idempotency::{
 use crate::order::{NewOrder, Order, PlaceOrderError};
 use crate::orders::to_the_second;
 use crate::pet::{NewPet, Pet, PetId};
-use crate::ports::{Clock, IdempotencyStore, RepositoryError};
+use crate::ports::{Clock, IdempotencyStore};
+use crate::repository_error::RepositoryError;
 
 /// Why a keyed request does not run.
 #[derive(Debug, Error)]

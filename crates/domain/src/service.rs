@@ -8,7 +8,8 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::pet::{NewPet, PageSize, Pet, PetId, PetStatus};
-use crate::ports::{PetRepository, RepositoryError};
+use crate::ports::PetRepository;
+use crate::repository_error::RepositoryError;
 
 /// What a listing asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -4,7 +4,7 @@
 //! poem's own `Server` has an inactivity timeout only: a client that sends a byte every few
 //! seconds holds a connection for ever, headers and bodies have no deadline, connections are
 //! not capped, and an accept loop that runs out of file descriptors retries at once. This
-//! one gives every connection a clock ([`connection::Activity`]): headers within
+//! one gives every connection a clock (`connection::Activity`): headers within
 //! [`Limits::header_timeout`], a body within [`Limits::body_timeout`] of its headers, and
 //! [`Limits::idle_timeout`] between requests. Past [`Limits::max_connections`], a new
 //! connection is answered 503 and closed at once. A request whose body a proxy could
