@@ -222,3 +222,40 @@ async fn json_logs_are_one_object_per_line_with_the_request_fields() {
     assert_eq!(logged["span"]["route"], "/v1/pets");
     assert_eq!(logged["fields"]["status"], 200);
 }
+
+/// Every long option of `serve` is in the README's configuration table, and in the
+/// operations guide under its name or its environment variable.
+#[test]
+fn every_option_of_serve_is_documented() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("the README");
+    let operations =
+        std::fs::read_to_string(root.join("docs/operations.md")).expect("the operations guide");
+    let help = Command::new(BIN).args(["serve", "--help"]).output().expect("serve --help");
+    let help = String::from_utf8(help.stdout).expect("UTF-8");
+    let mut options = Vec::new();
+    for (i, line) in help.lines().enumerate() {
+        let Some(option) = line.trim_start().split([' ', ',']).find(|w| w.starts_with("--")) else {
+            continue;
+        };
+        // `--clock-file` exists in test builds only, and `--help` explains itself.
+        if ["--help", "--clock-file"].contains(&option) {
+            continue;
+        }
+        // The option's environment variable, on one of the lines of its description.
+        let env = help.lines().skip(i).take(12).find_map(|l| {
+            let (_, rest) = l.split_once("[env: ")?;
+            rest.split(['=', ']']).next().map(str::to_owned)
+        });
+        options.push((option.to_owned(), env));
+    }
+    assert!(options.len() > 20, "the options were read: {options:?}");
+    for (option, env) in options {
+        let readme_row =
+            readme.lines().any(|l| l.starts_with('|') && l.contains(&format!("`{option}`")));
+        assert!(readme_row, "{option} is missing from the README's configuration table");
+        let in_operations = operations.contains(&format!("`{option}`"))
+            || env.as_ref().is_some_and(|env| operations.contains(&format!("`{env}`")));
+        assert!(in_operations, "{option} ({env:?}) is missing from docs/operations.md");
+    }
+}

@@ -5,7 +5,9 @@
 //! only warns about those in code it compiles, not in docs, tests behind features,
 //! or non-Rust files such as README snippets). The outside crate's `Cargo.lock` must be
 //! current, since CI builds that crate `--locked`: a dependency added to the workspace
-//! without it would pass here and fail there.
+//! without it would pass here and fail there. Every repository path the docs name in
+//! backticks (`crates/...`, `docs/...`) must exist, so that a moved file cannot leave a
+//! doc pointing at nothing.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -53,6 +55,8 @@ pub fn check(root: &Path) -> Result<()> {
         }
     }
 
+    problems.extend(missing_paths(root)?);
+
     if !outside_lock_is_current(root)? {
         problems.push(format!(
             "{OUTSIDE}/Cargo.lock is stale: run `cargo metadata --manifest-path {OUTSIDE}/Cargo.toml` and commit it"
@@ -67,6 +71,60 @@ pub fn check(root: &Path) -> Result<()> {
         eprintln!("  {problem}");
     }
     bail!("tidy found {} problem(s), listed above", problems.len());
+}
+
+/// The Markdown files whose paths are checked: the README, the contributors' guide, and
+/// everything under `docs/`.
+fn documents(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    collect_files(&root.join("docs"), &mut files)?;
+    files.retain(|file| file.extension().is_some_and(|ext| ext == "md"));
+    for top in ["README.md", "CONTRIBUTING.md"] {
+        if root.join(top).is_file() {
+            files.push(root.join(top));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The top folders of the repository that a path in a doc starts with.
+const PATH_ROOTS: [&str; 7] =
+    ["crates/", "docs/", "tests/", "xtask/", "examples/", ".cargo/", ".ci/"];
+
+/// Every path in backticks in the docs that names nothing in the repository.
+fn missing_paths(root: &Path) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    for doc in documents(root)? {
+        let text = fs::read_to_string(&doc)
+            .with_context(|| format!("could not read {}", doc.display()))?;
+        let shown = doc.strip_prefix(root).unwrap_or(&doc).display().to_string();
+        for (number, line) in text.lines().enumerate() {
+            for path in line.split('`').skip(1).step_by(2).filter_map(repository_path) {
+                if !root.join(path).exists() {
+                    problems.push(format!(
+                        "{shown}:{}: names `{path}`, which does not exist",
+                        number + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// The repository path a piece of inline code names, if it is one: it starts with a top
+/// folder, holds no space, pattern or placeholder, and loses a `:line` or `#anchor` suffix.
+fn repository_path(code: &str) -> Option<&str> {
+    if !PATH_ROOTS.iter().any(|root| code.starts_with(root))
+        || code.contains([' ', '*', '<', '>', '{', '}', '$', '='])
+        || code.contains("...")
+    {
+        return None;
+    }
+    let code = code.split('#').next()?;
+    let code = code.split_once(':').map_or(code, |(path, _)| path);
+    Some(code.trim_end_matches(['.', ',', ')']))
 }
 
 /// The crate that uses the project from outside its workspace.

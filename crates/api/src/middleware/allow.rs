@@ -1,4 +1,4 @@
-//! Layer 3: routing by the route table. A path the table does not have is 404 and a method
+//! Routing by the route table. A path the table does not have is 404 and a method
 //! its route does not have 405, with the `Allow` header RFC 9110 requires (which poem leaves
 //! out), before the operations' router sees the request: operations left out of the document
 //! (`--disable-experimental`) are then answered as if they did not exist.
@@ -10,7 +10,7 @@ use poem::{Endpoint, Request, Response};
 
 use super::{error_response, respond, routes};
 
-/// Layer 3: 404 and 405 from the route table; `Allow` on every 405.
+/// 404 and 405 from the route table; `Allow` on every 405.
 pub async fn allow_header<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let Some(table) = routes(&req) else {
         return Ok(respond(ep.as_ref(), req).await);

@@ -1,4 +1,4 @@
-//! Layer 1: refuses bodies over [`MAX_BODY_BYTES`] with 413, whether their length is declared
+//! Refuses bodies over [`MAX_BODY_BYTES`] with 413, whether their length is declared
 //! or they are chunked, and notes a JSON body that gives a key twice.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub struct RawBody(pub bytes::Bytes);
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// Layer 1: refuses bodies over [`MAX_BODY_BYTES`] with 413, whatever their framing.
+/// Refuses bodies over [`MAX_BODY_BYTES`] with 413, whatever their framing.
 pub async fn body_limit<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
     let declared = req
         .headers()

@@ -1,4 +1,4 @@
-//! Layer 6: authentication and rate limiting, and the rate-limit headers on every response
+//! Authentication and rate limiting, and the rate-limit headers on every response
 //! (`docs/api.md#plans-and-rate-limits`).
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use crate::state::AppState;
 use crate::telemetry::{self, Outcome};
 use crate::{auth, rate_limit};
 
-/// Layer 6: finds the caller's key, counts the request against it (or against the client
+/// Finds the caller's key, counts the request against it (or against the client
 /// address without one), refuses it with 429 when over the limit, and puts the rate-limit
 /// headers on whatever response comes back.
 ///

@@ -1,4 +1,4 @@
-//! Layer 7: the headers of an operation's lifecycle on every one of its responses, those of
+//! The headers of an operation's lifecycle on every one of its responses, those of
 //! the layers inside included: a deprecated operation's `Deprecation`, `Sunset` and `Link`,
 //! and a beta or experimental operation's `API-Stability`.
 
@@ -13,7 +13,7 @@ use crate::deprecation::Deprecation;
 /// The header that says how far an operation may still change (`beta`, `experimental`).
 pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
 
-/// Layer 7: adds a deprecated operation's headers and a beta or experimental operation's
+/// Adds a deprecated operation's headers and a beta or experimental operation's
 /// `API-Stability` to every response of it.
 pub async fn lifecycle_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let route = routes(&req).and_then(|routes| routes.find(req.uri().path()).cloned());

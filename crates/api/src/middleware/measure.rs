@@ -1,4 +1,4 @@
-//! Layer 10: the request metrics, around everything else, so that every response counts
+//! The request metrics, around everything else, so that every response counts
 //! with the status the client sees.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use poem::{Endpoint, Request, Response};
 use super::{respond, routes};
 use crate::telemetry::{RequestMetrics, method_label};
 
-/// Layer 10: counts the request as active while it runs, then records its duration by
+/// Counts the request as active while it runs, then records its duration by
 /// method, route template and status.
 pub async fn record_metrics<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let Some(metrics) = req.data::<Arc<RequestMetrics>>().cloned() else {

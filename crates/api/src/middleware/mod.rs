@@ -1,28 +1,27 @@
 //! The layers around the operations, innermost first:
 //!
-//! 0. [`idempotent_retries`]: takes the `Idempotency-Key` of a `createPet` or `placeOrder`:
-//!    refuses a malformed header or a key whose request still runs, or lets the operation
-//!    run holding the key (it stores its outcome, or repeats the key's first response).
-//! 1. [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
-//!    `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
-//!    a key twice, for the operation to refuse.
-//! 2. `catch_all_error` ([`error_response`]): everything raised before or after a handler
-//!    (routing, extraction) becomes the Error body; an operation's own error responses pass.
-//! 3. [`allow_header`]: 404 and 405 from the route table, before poem's router, and the
-//!    `Allow` header RFC 9110 requires on a 405.
-//! 4. `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
-//! 5. [`request_timeout`]: a request the layers inside do not answer in time gets 503.
-//! 6. [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
-//!    on every response (see `rate_limit`).
-//! 7. [`lifecycle_headers`]: the headers of a deprecated operation, and `API-Stability` of
-//!    a beta or experimental one, on all its responses, those of the layers inside included.
-//! 8. [`trace_request`]: a request id and one span and log line per request.
-//! 9. [`nosniff`]: `X-Content-Type-Options: nosniff` on every response.
-//! 10. [`record_metrics`]: the request's duration by method, route and status, and the
-//!     requests in flight.
-//!
-//! 11. `data`: puts the route table, the request metrics and the services (`AppState`) on
-//!     every request, for the layers and the operations inside to read.
+//! - [`idempotent_retries`]: takes the `Idempotency-Key` of a `createPet` or `placeOrder`:
+//!   refuses a malformed header or a key whose request still runs, or lets the operation
+//!   run holding the key (it stores its outcome, or repeats the key's first response).
+//! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
+//!   `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
+//!   a key twice, for the operation to refuse.
+//! - `catch_all_error` ([`error_response`]): everything raised before or after a handler
+//!   (routing, extraction) becomes the Error body; an operation's own error responses pass.
+//! - [`allow_header`]: 404 and 405 from the route table, before poem's router, and the
+//!   `Allow` header RFC 9110 requires on a 405.
+//! - `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
+//! - [`request_timeout`]: a request the layers inside do not answer in time gets 503.
+//! - [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
+//!   on every response (see `rate_limit`).
+//! - [`lifecycle_headers`]: the headers of a deprecated operation, and `API-Stability` of
+//!   a beta or experimental one, on all its responses, those of the layers inside included.
+//! - [`trace_request`]: a request id and one span and log line per request.
+//! - [`nosniff`]: `X-Content-Type-Options: nosniff` on every response.
+//! - [`record_metrics`]: the request's duration by method, route and status, and the
+//!   requests in flight.
+//! - `data`: puts the route table, the request metrics and the services (`AppState`) on
+//!   every request, for the layers and the operations inside to read.
 //!
 //! Each layer outside `catch_all_error` turns an error into a response itself before adding
 //! its headers, so that no response escapes without them. Other orders lose headers or the
@@ -36,7 +35,7 @@
 //! drift apart.
 //!
 //! A new layer is a file here with one `async fn(Arc<E>, Request) -> poem::Result<Response>`,
-//! its place in the list above, and one line in `app`.
+//! its place in the list above and in `app`, and one line in `app`.
 
 mod allow;
 mod body_limit;

@@ -1,4 +1,4 @@
-//! Layer 9: `X-Content-Type-Options: nosniff` on every response, so that no browser reads
+//! `X-Content-Type-Options: nosniff` on every response, so that no browser reads
 //! a JSON body or an error as something else (a script, a page).
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use poem::{Endpoint, Request, Response};
 
 use super::respond;
 
-/// Layer 9: forbids browsers to guess another content type than the one declared.
+/// Forbids browsers to guess another content type than the one declared.
 pub async fn nosniff<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let mut response = respond(ep.as_ref(), req).await;
     response

@@ -1,4 +1,4 @@
-//! Layer 4: a panicking handler becomes a 500 Error body.
+//! A panicking handler becomes a 500 Error body.
 
 use std::any::Any;
 
@@ -6,7 +6,7 @@ use poem::{IntoResponse, Response};
 
 use crate::error::ApiError;
 
-/// Layer 4: the response for a panicking handler. The panic itself is logged by the
+/// The response for a panicking handler. The panic itself is logged by the
 /// process's panic hook; the request's log line carries the request id.
 #[allow(clippy::needless_pass_by_value, reason = "the signature poem's PanicHandler wants")]
 pub fn panic_response(_panic: Box<dyn Any + Send>) -> Response {

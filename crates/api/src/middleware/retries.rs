@@ -1,4 +1,4 @@
-//! Layer 0, next to the operations: idempotent retries of `createPet` and `placeOrder`
+//! The layer next to the operations: idempotent retries of `createPet` and `placeOrder`
 //! (`docs/api.md#idempotent-retries`).
 //!
 //! A request to one of them with an authenticated key and an `Idempotency-Key` header is
@@ -33,7 +33,7 @@ const KEYED: [&str; 2] = ["createPet", "placeOrder"];
 #[derive(Debug, Clone)]
 pub struct KeyedWrite(pub Arc<animal_store_domain::Claim>);
 
-/// Layer 0: decides keyed requests to `createPet` and `placeOrder` before they run.
+/// Decides keyed requests to `createPet` and `placeOrder` before they run.
 pub async fn idempotent_retries<E: Endpoint>(
     ep: Arc<E>,
     mut req: Request,

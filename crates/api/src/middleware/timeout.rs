@@ -1,4 +1,4 @@
-//! Layer 5: a request not answered within the request timeout is answered 503
+//! A request not answered within the request timeout is answered 503
 //! `service_unavailable`, and its work inside is dropped.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use super::{respond, state};
 use crate::error::{ApiError, ErrorCode};
 use crate::state::DEFAULT_REQUEST_TIMEOUT;
 
-/// Layer 5: answers 503 for the request when the layers inside take longer than
+/// Answers 503 for the request when the layers inside take longer than
 /// `ApiConfig::request_timeout`.
 pub async fn request_timeout<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let limit = state(&req).map_or(DEFAULT_REQUEST_TIMEOUT, |state| state.config.request_timeout);

@@ -1,4 +1,4 @@
-//! Layer 8: a request id, and one span and one log line per request.
+//! A request id, and one span and one log line per request.
 //!
 //! Nothing a client sends reaches the line whole: the route is a template of the route
 //! table or `(unmatched)`, never the path; the request id is the client's only when it is
@@ -34,7 +34,7 @@ pub fn request_id(req: &Request) -> String {
     client_request_id(req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()))
 }
 
-/// Layer 8: gives the request an id ([`request_id`], sent back as `X-Request-Id`) and a
+/// Gives the request an id ([`request_id`], sent back as `X-Request-Id`) and a
 /// span with its method, route, key id, status and latency. The key itself is never logged.
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let request_id = request_id(&req);
