@@ -1,7 +1,10 @@
 //! Plans and rate limits over real HTTP, with the server's clock in a file so that no test
 //! waits for a window to pass.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use crate::harness::{Client, Db, Server, TestClock, json};
 use crate::relay::{Relay, postgres_address};
@@ -152,8 +155,9 @@ async fn seventy_made_up_keys_from_one_address_end_in_429() {
 }
 
 /// Sends one GET with `key` on each of as many connections at once, every request written
-/// before any answer is read, and returns the statuses.
-async fn burst(address: &str, keys: &[String]) -> Vec<String> {
+/// before any answer is read, and returns the statuses; `refused`, if given, is notified at
+/// the first 429.
+async fn burst(address: &str, keys: &[String], refused: Option<Arc<Notify>>) -> Vec<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let mut connections = Vec::new();
@@ -169,10 +173,19 @@ async fn burst(address: &str, keys: &[String]) -> Vec<String> {
     let answers: Vec<_> = connections
         .into_iter()
         .map(|mut connection| {
+            let refused = refused.clone();
             tokio::spawn(async move {
                 let mut answer = Vec::new();
                 connection.read_to_end(&mut answer).await.expect("an answer");
-                String::from_utf8_lossy(&answer).split(' ').nth(1).unwrap_or_default().to_owned()
+                let status = String::from_utf8_lossy(&answer)
+                    .split(' ')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                if let (Some(refused), "429") = (refused, status.as_str()) {
+                    refused.notify_one();
+                }
+                status
             })
         })
         .collect();
@@ -184,17 +197,17 @@ async fn burst(address: &str, keys: &[String]) -> Vec<String> {
 }
 
 /// A burst of 150 key guesses from one address, all sent at once to a server whose key
-/// lookups take a while (its database answers 100 ms late), then, before those lookups are
-/// done, 750 more with the six real keys among them: no more than the address's 60 guesses
-/// are looked up, however many arrive together, and every real key gets the same 429 as the
-/// wrong guesses.
+/// lookups take a while (its database answers 50 ms late); at its first 429, while the
+/// lookups of its first 60 are still under way, 750 more with the six real keys among them:
+/// no more than the address's 60 guesses are looked up, however many arrive together, and
+/// every real key gets the same 429 as the wrong guesses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_guesses_cannot_outrun_the_count_of_its_address() {
     let Some(db) = Db::postgres().await else {
         return;
     };
     let real: Vec<String> = (0..6).map(|_| db.key("pro")).collect();
-    let relay = Relay::late(postgres_address(&db.url), Duration::from_millis(100)).await;
+    let relay = Relay::late(postgres_address(&db.url), Duration::from_millis(50)).await;
     let clock = TestClock::at(db.path(), T0);
     let server =
         Server::start(&relay.postgres_url(&db.url), db.path().to_path_buf(), &clock.flag());
@@ -205,13 +218,16 @@ async fn a_burst_of_guesses_cannot_outrun_the_count_of_its_address() {
     let then: Vec<String> = (150..900)
         .map(|i| if i % 125 == 0 { real[i / 125 - 2].clone() } else { guess(i) })
         .collect();
+    let refused = Arc::new(Notify::new());
     let first = tokio::spawn({
-        let address = address.clone();
-        async move { burst(&address, &first).await }
+        let (address, refused) = (address.clone(), Arc::clone(&refused));
+        async move { burst(&address, &first, Some(refused)).await }
     });
-    // The first burst reaches the server; its lookups are still under way.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let statuses = burst(&address, &then).await;
+    // A 429 says the address's 60 slots are taken; their lookups are still under way.
+    tokio::time::timeout(Duration::from_secs(20), refused.notified())
+        .await
+        .expect("the first burst went past the address's limit");
+    let statuses = burst(&address, &then, None).await;
     for (key, status) in then.iter().zip(&statuses) {
         let what = if real.contains(key) { "a real key" } else { "a guess" };
         assert_eq!(status, "429", "{what} past the address's limit gets 429");

@@ -138,6 +138,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
         .around(middleware::nosniff)
         .around(middleware::record_metrics)
+        .around(middleware::resolve_route)
         .data(Arc::new(routes))
         .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)

@@ -6,6 +6,8 @@
 //! responses its handler never produced, such as a 401 or a 429). Reading all of this off the
 //! document means it cannot drift from the operations.
 
+use std::sync::Arc;
+
 use poem::http::Method;
 use serde_json::Value;
 
@@ -136,15 +138,36 @@ impl RouteTable {
         self
     }
 
-    /// The route `path` belongs to.
-    pub fn find(&self, path: &str) -> Option<&RouteEntry> {
-        self.find_indexed(path).map(|(_, route)| route)
+    /// The position in the table of the route `path` belongs to.
+    fn position(&self, path: &str) -> Option<usize> {
+        self.routes.iter().position(|r| r.matches(path))
+    }
+}
+
+/// The route of one request, looked up once, by the outermost layer (`resolve_route`), for
+/// every layer inside to read: none looks it up again.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    table: Arc<RouteTable>,
+    index: Option<usize>,
+}
+
+impl Resolved {
+    /// The route of `path` in `table`.
+    pub fn of(table: Arc<RouteTable>, path: &str) -> Self {
+        let index = table.position(path);
+        Self { table, index }
     }
 
-    /// The route `path` belongs to, with its position in the table: a small number that
-    /// names the route without its template.
-    pub fn find_indexed(&self, path: &str) -> Option<(usize, &RouteEntry)> {
-        self.routes.iter().enumerate().find(|(_, r)| r.matches(path))
+    /// The route, if the path has one.
+    pub fn route(&self) -> Option<&RouteEntry> {
+        self.table.routes.get(self.index?)
+    }
+
+    /// The route's position in the table: a small number that names it without its
+    /// template.
+    pub fn index(&self) -> Option<usize> {
+        self.index
     }
 }
 
@@ -160,23 +183,26 @@ mod tests {
             "/pets/{petId}": {"get": {"operationId": "getPet"}},
             "/store/orders": {"post": {"operationId": "placeOrder", "x-stability": "experimental"}}
         }});
-        let table = RouteTable::from_document(&doc, "/v1").with_route("/v1/docs", &[Method::GET]);
+        let table =
+            Arc::new(RouteTable::from_document(&doc, "/v1").with_route("/v1/docs", &[Method::GET]));
+        let find = |path: &str| Resolved::of(Arc::clone(&table), path).route().cloned();
         assert_eq!(
-            table.find("/v1/pets").map(RouteEntry::allow).as_deref(),
+            find("/v1/pets").as_ref().map(RouteEntry::allow).as_deref(),
             Some("GET, POST, HEAD")
         );
-        let get_pet = table.find("/v1/pets/12").expect("a route");
+        let get_pet = find("/v1/pets/12").expect("a route");
         assert_eq!(get_pet.template(), "/v1/pets/{petId}");
         assert_eq!(get_pet.operation(&Method::GET), Some("getPet"));
         assert_eq!(get_pet.operation(&Method::HEAD), Some("getPet"));
         assert_eq!(get_pet.operation(&Method::DELETE), None);
-        assert_eq!(table.find("/v1/docs").map(RouteEntry::allow).as_deref(), Some("GET, HEAD"));
-        let orders = table.find("/v1/store/orders").expect("a route");
+        assert_eq!(find("/v1/docs").as_ref().map(RouteEntry::allow).as_deref(), Some("GET, HEAD"));
+        let orders = find("/v1/store/orders").expect("a route");
         assert_eq!(orders.stability(&Method::POST), Stability::Experimental);
         assert!(orders.allows(&Method::POST) && !orders.allows(&Method::GET));
         assert_eq!(get_pet.stability(&Method::GET), Stability::Stable);
-        assert!(table.find("/v1/pets/").is_none());
-        assert!(table.find("/v1/pets/1/2").is_none());
-        assert!(table.find("/v2/pets").is_none());
+        assert!(find("/v1/pets/").is_none());
+        assert!(find("/v1/pets/1/2").is_none());
+        assert!(find("/v2/pets").is_none());
+        assert_eq!(Resolved::of(Arc::clone(&table), "/v1/pets/3").index(), Some(1));
     }
 }

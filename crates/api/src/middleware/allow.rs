@@ -8,14 +8,14 @@ use std::sync::Arc;
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{Endpoint, Request, Response};
 
-use super::{error_response, respond, routes};
+use super::{error_response, resolved, respond};
 
 /// 404 and 405 from the route table; `Allow` on every 405.
 pub async fn allow_header<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let Some(table) = routes(&req) else {
+    let Some(resolved) = resolved(&req) else {
         return Ok(respond(ep.as_ref(), req).await);
     };
-    let Some(route) = table.find(req.uri().path()) else {
+    let Some(route) = resolved.route() else {
         return Ok(error_response(poem::Error::from_status(StatusCode::NOT_FOUND)));
     };
     let allow = HeaderValue::try_from(route.allow()).ok();

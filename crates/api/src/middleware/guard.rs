@@ -167,9 +167,9 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
 
 /// Whether the request asks for the caller's own rate limit (`getRateLimit`).
 fn is_inquiry(req: &Request) -> bool {
-    super::routes(req).is_some_and(|routes| {
-        routes
-            .find(req.uri().path())
+    super::resolved(req).is_some_and(|resolved| {
+        resolved
+            .route()
             .and_then(|route| route.operation(req.method()))
             .is_some_and(|operation| operation == GET_RATE_LIMIT)
     })

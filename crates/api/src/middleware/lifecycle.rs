@@ -7,8 +7,9 @@ use std::sync::Arc;
 use poem::http::HeaderName;
 use poem::{Endpoint, Request, Response};
 
-use super::{respond, routes};
+use super::{resolved, respond};
 use crate::deprecation::Deprecation;
+use crate::routes::Resolved;
 
 /// The header that says how far an operation may still change (`beta`, `experimental`).
 pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
@@ -16,10 +17,11 @@ pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
 /// Adds a deprecated operation's headers and a beta or experimental operation's
 /// `API-Stability` to every response of it.
 pub async fn lifecycle_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let route = routes(&req).and_then(|routes| routes.find(req.uri().path()).cloned());
+    let resolved = resolved(&req);
+    let route = resolved.as_ref().and_then(Resolved::route);
     let deprecation =
-        route.as_ref().and_then(|route| route.operation(req.method())).and_then(Deprecation::of);
-    let stability = route.as_ref().and_then(|route| route.stability(req.method()).header());
+        route.and_then(|route| route.operation(req.method())).and_then(Deprecation::of);
+    let stability = route.and_then(|route| route.stability(req.method()).header());
     let mut response = respond(ep.as_ref(), req).await;
     if let Some(deprecation) = deprecation {
         for (name, value) in deprecation.headers() {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use poem::{Endpoint, Request, Response};
 
-use super::{respond, routes};
+use super::{resolved, respond};
 use crate::telemetry::{RequestMetrics, method_label};
 
 /// Counts the request as active while it runs, then records its duration by
@@ -16,9 +16,8 @@ pub async fn record_metrics<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Resu
         return Ok(respond(ep.as_ref(), req).await);
     };
     let method = method_label(req.method());
-    let routes = routes(&req);
-    let route = routes.as_deref().and_then(|routes| routes.find_indexed(req.uri().path()));
-    let route = route.map(|(index, route)| (index, route.template()));
+    let resolved = resolved(&req);
+    let route = resolved.as_ref().and_then(|r| Some((r.index()?, r.route()?.template())));
     let started = Instant::now();
     let active = Active::new(metrics.active(method));
     let response = respond(ep.as_ref(), req).await;

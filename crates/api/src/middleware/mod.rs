@@ -20,6 +20,8 @@
 //! - [`nosniff`]: `X-Content-Type-Options: nosniff` on every response.
 //! - [`record_metrics`]: the request's duration by method, route and status, and the
 //!   requests in flight.
+//! - [`resolve_route`]: looks the request's route up in the route table, once, and puts it
+//!   on the request for every layer inside.
 //! - `data`: puts the route table, the request metrics and the services (`AppState`) on
 //!   every request, for the layers and the operations inside to read.
 //!
@@ -44,11 +46,10 @@ mod lifecycle;
 mod measure;
 mod nosniff;
 mod panic;
+mod resolve;
 mod retries;
 mod timeout;
 mod trace;
-
-use std::sync::Arc;
 
 use poem::{Endpoint, IntoResponse, Request, Response};
 
@@ -59,12 +60,13 @@ pub use lifecycle::{API_STABILITY, lifecycle_headers};
 pub use measure::record_metrics;
 pub use nosniff::nosniff;
 pub use panic::panic_response;
+pub use resolve::resolve_route;
 pub use retries::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, KeyedWrite, idempotent_retries, replay};
 pub use timeout::request_timeout;
 pub use trace::{request_id, trace_request};
 
 use crate::error::ApiError;
-use crate::routes::RouteTable;
+use crate::routes::Resolved;
 use crate::state::AppState;
 
 // What the layers read, the route table and the services, is request data that `app` adds
@@ -72,9 +74,10 @@ use crate::state::AppState;
 // `app` reads as the list of layers in their order. The operations read the services the
 // same way.
 
-/// The route table of a request; `None` only if `app` did not add it, a bug.
-fn routes(req: &Request) -> Option<Arc<RouteTable>> {
-    req.data::<Arc<RouteTable>>().cloned()
+/// The route of a request, as `resolve_route` found it; `None` only if `app` did not add
+/// that layer, a bug.
+fn resolved(req: &Request) -> Option<Resolved> {
+    req.extensions().get::<Resolved>().cloned()
 }
 
 /// The services; `None` only if `app` did not add them, a bug.

@@ -17,7 +17,7 @@ use poem::http::{HeaderName, HeaderValue, StatusCode, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::body_limit::RawBody;
-use super::{respond, routes, state};
+use super::{resolved, respond, state};
 use crate::auth::Authenticated;
 use crate::error::{ApiError, ErrorCode};
 
@@ -38,9 +38,9 @@ pub async fn idempotent_retries<E: Endpoint>(
     ep: Arc<E>,
     mut req: Request,
 ) -> poem::Result<Response> {
-    let keyed = routes(&req).is_some_and(|routes| {
-        routes
-            .find(req.uri().path())
+    let keyed = resolved(&req).is_some_and(|resolved| {
+        resolved
+            .route()
             .and_then(|route| route.operation(req.method()))
             .is_some_and(|operation| KEYED.contains(&operation))
     });

@@ -14,7 +14,8 @@ use poem::http::{HeaderName, HeaderValue, StatusCode};
 use poem::{Endpoint, Request, Response};
 use tracing::Instrument;
 
-use super::{respond, routes};
+use super::{resolved, respond};
+use crate::routes::Resolved;
 
 /// The longest request id kept from a client.
 const MAX_REQUEST_ID: usize = 128;
@@ -39,10 +40,10 @@ pub fn request_id(req: &Request) -> String {
 pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
-    let routes = routes(&req);
-    let route = routes
+    let resolved = resolved(&req);
+    let route = resolved
         .as_ref()
-        .and_then(|routes| routes.find(req.uri().path()))
+        .and_then(Resolved::route)
         .map_or("(unmatched)", |r| r.template())
         .to_owned();
     let span = tracing::info_span!(
