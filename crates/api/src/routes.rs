@@ -13,12 +13,14 @@ use serde_json::Value;
 
 use crate::stability::Stability;
 
-/// One method of a route: the operation it reaches, if it is one, and how stable that is.
+/// One method of a route: the operation it reaches, if it is one, how stable that is, and
+/// whether it takes an `Idempotency-Key` (it declares the header).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct RouteMethod {
     method: Method,
     operation: Option<String>,
     stability: Stability,
+    takes_idempotency_key: bool,
 }
 
 /// One route: a path template and the operations on it.
@@ -69,6 +71,11 @@ impl RouteEntry {
         self.method(method).and_then(|m| m.operation.as_deref())
     }
 
+    /// Whether the operation `method` reaches takes an `Idempotency-Key` header.
+    pub fn takes_idempotency_key(&self, method: &Method) -> bool {
+        self.method(method).is_some_and(|m| m.takes_idempotency_key)
+    }
+
     /// How stable the operation `method` reaches is; stable for what is not an operation.
     pub fn stability(&self, method: &Method) -> Stability {
         self.method(method).map_or(Stability::Stable, |m| m.stability)
@@ -112,6 +119,7 @@ impl RouteTable {
                                 .as_str()
                                 .and_then(Stability::named)
                                 .unwrap_or_default(),
+                            takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY),
                         })
                     })
                     .collect();
@@ -132,6 +140,7 @@ impl RouteTable {
                     method: m.clone(),
                     operation: None,
                     stability: Stability::Stable,
+                    takes_idempotency_key: false,
                 })
                 .collect(),
         ));
@@ -142,6 +151,18 @@ impl RouteTable {
     fn position(&self, path: &str) -> Option<usize> {
         self.routes.iter().position(|r| r.matches(path))
     }
+}
+
+/// The header a retried write carries (`docs/api.md#idempotent-retries`).
+const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// Whether the operation `op` of the document declares the request header `name`.
+fn declares_header(op: &Value, name: &str) -> bool {
+    op["parameters"].as_array().is_some_and(|parameters| {
+        parameters.iter().any(|p| {
+            p["in"] == "header" && p["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(name))
+        })
+    })
 }
 
 /// The route of one request, looked up once, by the outermost layer (`resolve_route`), for
@@ -181,7 +202,11 @@ mod tests {
         let doc = json!({"paths": {
             "/pets": {"get": {"operationId": "listPets"}, "post": {"operationId": "createPet"}},
             "/pets/{petId}": {"get": {"operationId": "getPet"}},
-            "/store/orders": {"post": {"operationId": "placeOrder", "x-stability": "experimental"}}
+            "/store/orders": {"post": {
+                "operationId": "placeOrder",
+                "x-stability": "experimental",
+                "parameters": [{"in": "header", "name": "Idempotency-Key"}]
+            }}
         }});
         let table =
             Arc::new(RouteTable::from_document(&doc, "/v1").with_route("/v1/docs", &[Method::GET]));
@@ -199,6 +224,8 @@ mod tests {
         let orders = find("/v1/store/orders").expect("a route");
         assert_eq!(orders.stability(&Method::POST), Stability::Experimental);
         assert!(orders.allows(&Method::POST) && !orders.allows(&Method::GET));
+        assert!(orders.takes_idempotency_key(&Method::POST));
+        assert!(!get_pet.takes_idempotency_key(&Method::GET));
         assert_eq!(get_pet.stability(&Method::GET), Stability::Stable);
         assert!(find("/v1/pets/").is_none());
         assert!(find("/v1/pets/1/2").is_none());

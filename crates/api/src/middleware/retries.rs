@@ -26,9 +26,6 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 /// The response header that marks a replay.
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
-/// The operations that honour the header.
-const KEYED: [&str; 2] = ["createPet", "placeOrder"];
-
 /// The claim on its key a keyed request runs with; the operation stores its outcome under it.
 #[derive(Debug, Clone)]
 pub struct KeyedWrite(pub Arc<animal_store_domain::Claim>);
@@ -38,11 +35,9 @@ pub async fn idempotent_retries<E: Endpoint>(
     ep: Arc<E>,
     mut req: Request,
 ) -> poem::Result<Response> {
+    // The operations that declare the header in the document honour it.
     let keyed = resolved(&req).is_some_and(|resolved| {
-        resolved
-            .route()
-            .and_then(|route| route.operation(req.method()))
-            .is_some_and(|operation| KEYED.contains(&operation))
+        resolved.route().is_some_and(|route| route.takes_idempotency_key(req.method()))
     });
     let owner = req.extensions().get::<Authenticated>().map(|a| a.0.lineage.clone());
     let (Some(owner), true, Some(state)) = (owner, keyed, state(&req)) else {

@@ -19,7 +19,7 @@ use animal_store_domain::{
     CategoryId, NewPet, Pet, PetId, PetName, PetRepository, PetStatus, RepositoryError,
 };
 use async_trait::async_trait;
-use sea_orm::sea_query::{InsertStatement, Query};
+use sea_orm::sea_query::InsertStatement;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
     FromQueryResult, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set, Statement,
@@ -134,24 +134,14 @@ pub(super) async fn take_postgres_ids(
     }
 }
 
-/// The statement that inserts `pets`, whose ids are taken already, on PostgreSQL.
+/// The statement that inserts `pets`, whose ids are taken already, on PostgreSQL: the rows
+/// of [`to_row`] with their ids, so that its columns and values cannot part.
 pub(super) fn postgres_rows(pets: &[Pet]) -> InsertStatement {
-    let mut insert = Query::insert();
-    insert.into_table(pet::Entity).columns([
-        pet::Column::Id,
-        pet::Column::Name,
-        pet::Column::CategoryId,
-        pet::Column::Status,
-    ]);
-    for Pet { id, name, category_id, status } in pets {
-        insert.values_panic([
-            id.get().into(),
-            name.as_str().into(),
-            category_id.get().into(),
-            status.as_str().into(),
-        ]);
-    }
-    insert
+    let rows = pets.iter().map(|pet| {
+        let Pet { id, name, category_id, status } = pet.clone();
+        pet::ActiveModel { id: Set(id.get()), ..to_row(&NewPet { name, category_id, status }) }
+    });
+    pet::Entity::insert_many(rows).into_query()
 }
 
 pub(super) async fn insert(txn: &DatabaseTransaction, pet: NewPet) -> Result<Pet, DbErr> {
