@@ -27,6 +27,7 @@ pub mod api_key;
 pub mod excerpt;
 pub mod idempotency;
 pub mod keys;
+pub mod listing;
 pub mod name_rule;
 pub mod order;
 pub mod orders;
@@ -48,12 +49,13 @@ pub use idempotency::{
     IdempotentWrite, KeyReused, RenderOrder, RenderPet, StoredResponse,
 };
 pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
+pub use listing::{Listing, Page};
 pub use name_rule::{NameRuleError, check_name};
 pub use order::{
     GetOrderError, NewOrder, Order, OrderId, OrderStatus, OrderStatusError, OrderTransitionError,
     PlaceOrderError, UpdateOrderError,
 };
-pub use orders::{OrderPage, OrderQuery, OrderService, to_the_second};
+pub use orders::{OrderListing, OrderPage, OrderService, to_the_second};
 pub use pet::{
     CategoryId, CategoryIdError, NewPet, PageSize, PageSizeError, Pet, PetId, PetName,
     PetNameError, PetStatus, PetStatusError,
@@ -68,4 +70,4 @@ pub use rate_limit::{
 };
 pub use repository_error::{BoxError, RepositoryError};
 pub use retries::{Answer, Claim, RetryRefusal, RetryService};
-pub use service::{GetPetError, PetPage, PetQuery, PetService};
+pub use service::{GetPetError, PetListing, PetPage, PetService};

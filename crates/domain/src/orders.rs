@@ -6,32 +6,19 @@ use std::time::SystemTime;
 use chrono::{DateTime, SubsecRound, Utc};
 
 use crate::api_key::KeyId;
+use crate::listing::{Listing, Page};
 use crate::order::{
     GetOrderError, NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError,
 };
-use crate::pet::{PageSize, PetId};
+use crate::pet::PetId;
 use crate::ports::{Clock, OrderRepository};
 use crate::repository_error::RepositoryError;
 
-/// What a listing of orders asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OrderQuery {
-    /// Only orders with this status, when given.
-    pub status: Option<OrderStatus>,
-    /// At most this many orders.
-    pub limit: PageSize,
-    /// Only orders after this id: the position a cursor carries.
-    pub after: Option<OrderId>,
-}
+/// What a listing of orders asks for: a status, a page size, the order a cursor names.
+pub type OrderListing = Listing<OrderStatus, OrderId>;
 
 /// One page of orders.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OrderPage {
-    /// The orders, ordered by id ascending.
-    pub orders: Vec<Order>,
-    /// Where the next page starts, when there is one.
-    pub next_after: Option<OrderId>,
-}
+pub type OrderPage = Page<Order, OrderId>;
 
 /// Orders, each visible to its owner only.
 #[derive(Clone)]
@@ -70,8 +57,7 @@ impl OrderService {
         self.orders.get(owner, id).await?.ok_or(GetOrderError::NotFound(id))
     }
 
-    /// One page of `owner`'s orders; asks the store for one more than the page holds, to know
-    /// whether a next page exists.
+    /// One page of `owner`'s orders.
     ///
     /// # Errors
     ///
@@ -79,17 +65,11 @@ impl OrderService {
     pub async fn list(
         &self,
         owner: &KeyId,
-        query: OrderQuery,
+        listing: OrderListing,
     ) -> Result<OrderPage, RepositoryError> {
-        let limit = query.limit.get();
-        let mut orders = self.orders.list(owner, query.status, query.after, limit + 1).await?;
-        let next_after = if orders.len() > limit {
-            orders.truncate(limit);
-            orders.last().map(|order| order.id)
-        } else {
-            None
-        };
-        Ok(OrderPage { orders, next_after })
+        let fetched =
+            self.orders.list(owner, listing.filter, listing.after, listing.fetch()).await?;
+        Ok(listing.page(fetched, |order| order.id))
     }
 
     /// Moves `owner`'s order `id` to `to`; its pet follows.

@@ -7,29 +7,16 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::pet::{NewPet, PageSize, Pet, PetId, PetStatus};
+use crate::listing::{Listing, Page};
+use crate::pet::{NewPet, Pet, PetId, PetStatus};
 use crate::ports::PetRepository;
 use crate::repository_error::RepositoryError;
 
-/// What a listing asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PetQuery {
-    /// Only pets with this status, when given.
-    pub status: Option<PetStatus>,
-    /// At most this many pets.
-    pub limit: PageSize,
-    /// Only pets after this id: the position a cursor carries.
-    pub after: Option<PetId>,
-}
+/// What a listing of pets asks for: a status, a page size, the pet a cursor names.
+pub type PetListing = Listing<PetStatus, PetId>;
 
-/// One page of a listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PetPage {
-    /// The pets, ordered by id ascending.
-    pub pets: Vec<Pet>,
-    /// Where the next page starts, when there is one.
-    pub next_after: Option<PetId>,
-}
+/// One page of pets.
+pub type PetPage = Page<Pet, PetId>;
 
 /// Why a pet could not be fetched.
 #[derive(Debug, Error)]
@@ -72,21 +59,13 @@ impl PetService {
         self.pets.get(id).await?.ok_or(GetPetError::NotFound(id))
     }
 
-    /// One page of pets. Asks the store for one pet more than the page holds, to know whether
-    /// a next page exists without a second query.
+    /// One page of pets.
     ///
     /// # Errors
     ///
     /// [`RepositoryError`] when the store cannot be read.
-    pub async fn list(&self, query: PetQuery) -> Result<PetPage, RepositoryError> {
-        let limit = query.limit.get();
-        let mut pets = self.pets.list(query.status, query.after, limit + 1).await?;
-        let next_after = if pets.len() > limit {
-            pets.truncate(limit);
-            pets.last().map(|pet| pet.id)
-        } else {
-            None
-        };
-        Ok(PetPage { pets, next_after })
+    pub async fn list(&self, listing: PetListing) -> Result<PetPage, RepositoryError> {
+        let fetched = self.pets.list(listing.filter, listing.after, listing.fetch()).await?;
+        Ok(listing.page(fetched, |pet| pet.id))
     }
 }

@@ -2,8 +2,8 @@
 //! `placeOrder`, `listOrders` and `getOrder` are experimental, `updateOrder` beta.
 
 use animal_store_domain::{
-    Answer, GetOrderError, Order, OrderId, OrderQuery, OrderStatus, PageSize, PlaceOrderError,
-    StoredResponse, UpdateOrderError, excerpt,
+    Answer, GetOrderError, Order, OrderId, PlaceOrderError, StoredResponse, UpdateOrderError,
+    excerpt,
 };
 use poem::http::StatusCode;
 use poem::web::Data;
@@ -13,11 +13,11 @@ use poem_openapi::types::ToJSON as _;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
 
 use crate::auth::BearerKey;
-use crate::dto::cursor::{decode_cursor, encode_cursor};
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use crate::dto::field::ParseContext;
+use crate::dto::listing::{listing, next_link};
 use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
-use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
+use crate::dto::params::{PageSizeSchema, RawParam};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
 use crate::middleware::{KeyedWrite, replay};
 use crate::state::AppState;
@@ -195,22 +195,16 @@ impl OrdersApi {
         request: &poem::Request,
     ) -> Result<ListOrdersOk, OperationError<ListOrdersErrors>> {
         refuse_repeated_parameters(request.uri().query(), &["limit", "status", "cursor"])?;
-        let query = OrderQuery {
-            limit: match &limit.0 {
-                Some(raw) => parse_limit(raw.as_str())?,
-                None => PageSize::default(),
-            },
-            status: status
-                .0
-                .as_ref()
-                .map(|raw| raw.as_str().parse::<OrderStatus>())
-                .transpose()
-                .map_err(|e| ApiError::validation_failed(e.to_string()))?,
-            after: cursor.0.as_deref().map(decode_cursor).transpose()?.map(OrderId::new),
-        };
-        let page = state.orders.list(&key.0.lineage, query).await?;
-        let next = page.next_after.map(|after| next_link(&query, after));
-        Ok(ListOrdersOk::Ok(Json(page.orders.into_iter().map(OrderBody::from).collect()), next))
+        let listing = listing(
+            limit.0.as_ref().map(RawParam::as_str),
+            status.0.as_ref().map(RawParam::as_str),
+            cursor.0.as_deref(),
+            OrderId::new,
+        )?;
+        let page = state.orders.list(&key.0.lineage, listing).await?;
+        let next =
+            page.next_after.map(|after| next_link("/v1/store/orders", &listing, after.get()));
+        Ok(ListOrdersOk::Ok(Json(page.items.into_iter().map(OrderBody::from).collect()), next))
     }
 
     /// [experimental] Get an order
@@ -304,15 +298,6 @@ fn parse_order_id(raw: &str) -> Result<OrderId, ApiError> {
             excerpt(raw)
         ))
     })
-}
-
-fn next_link(query: &OrderQuery, after: OrderId) -> String {
-    let status = query.status.map(|s| format!("&status={s}")).unwrap_or_default();
-    format!(
-        "</v1/store/orders?limit={}{status}&cursor={}>; rel=\"next\"",
-        query.limit.get(),
-        encode_cursor(after.get())
-    )
 }
 
 impl From<PlaceOrderError> for ApiError {

@@ -1,8 +1,6 @@
 //! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
 
-use animal_store_domain::{
-    Answer, PageSize, Pet, PetId, PetQuery, PetStatus, StoredResponse, excerpt,
-};
+use animal_store_domain::{Answer, Pet, PetId, StoredResponse, excerpt};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::types::ToJSON as _;
@@ -13,9 +11,9 @@ use poem_openapi::{ApiResponse, OpenApi, Tags};
 
 use crate::auth::BearerKey;
 use crate::deprecation::GET_PET;
-use crate::dto::cursor::{decode_cursor, encode_cursor};
 use crate::dto::field::ParseContext;
-use crate::dto::params::{PageSizeSchema, RawParam, parse_limit};
+use crate::dto::listing::{listing, next_link};
+use crate::dto::params::{PageSizeSchema, RawParam};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
 use crate::middleware::{KeyedWrite, replay};
@@ -136,22 +134,15 @@ impl PetsApi {
         request: &poem::Request,
     ) -> Result<ListPetsOk, OperationError<ListPetsErrors>> {
         refuse_repeated_parameters(request.uri().query(), &["limit", "status", "cursor"])?;
-        let query = PetQuery {
-            limit: match &limit.0 {
-                Some(raw) => parse_limit(raw.as_str())?,
-                None => PageSize::default(),
-            },
-            status: status
-                .0
-                .as_ref()
-                .map(|raw| raw.as_str().parse::<PetStatus>())
-                .transpose()
-                .map_err(|e| ApiError::validation_failed(e.to_string()))?,
-            after: cursor.0.as_deref().map(decode_cursor).transpose()?.map(PetId::new),
-        };
-        let page = state.pets.list(query).await?;
-        let next = page.next_after.map(|after| next_link(&query, after));
-        Ok(ListPetsOk::Ok(Json(page.pets.into_iter().map(PetBody::from).collect()), next))
+        let listing = listing(
+            limit.0.as_ref().map(RawParam::as_str),
+            status.0.as_ref().map(RawParam::as_str),
+            cursor.0.as_deref(),
+            PetId::new,
+        )?;
+        let page = state.pets.list(listing).await?;
+        let next = page.next_after.map(|after| next_link("/v1/pets", &listing, after.get()));
+        Ok(ListPetsOk::Ok(Json(page.items.into_iter().map(PetBody::from).collect()), next))
     }
 
     /// Add an animal
@@ -230,32 +221,4 @@ fn location(pet: &Pet) -> String {
 fn created_response(pet: &Pet) -> StoredResponse {
     let body = PetBody::from(pet.clone()).to_json().unwrap_or_default();
     StoredResponse { status: 201, body: body.to_string(), location: Some(location(pet)) }
-}
-
-fn next_link(query: &PetQuery, after: PetId) -> String {
-    let status = query.status.map(|s| format!("&status={s}")).unwrap_or_default();
-    format!(
-        "</v1/pets?limit={}{status}&cursor={}>; rel=\"next\"",
-        query.limit.get(),
-        encode_cursor(after.get())
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_next_link_keeps_limit_and_status() {
-        let query = PetQuery {
-            status: Some(PetStatus::Sold),
-            limit: PageSize::new(5).unwrap(),
-            after: None,
-        };
-        let link = next_link(&query, PetId::new(9));
-        assert_eq!(
-            link,
-            format!("</v1/pets?limit=5&status=sold&cursor={}>; rel=\"next\"", encode_cursor(9))
-        );
-    }
 }
