@@ -25,6 +25,7 @@ pub mod client_address;
 pub mod deprecation;
 mod dto;
 pub mod error;
+mod idempotency;
 pub mod middleware;
 mod openapi;
 mod operations;

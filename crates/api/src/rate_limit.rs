@@ -21,6 +21,14 @@ use crate::client_address::client_subject;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
+/// The id of the operation that reads the caller's rate limit without spending it.
+pub const GET_RATE_LIMIT: &str = "getRateLimit";
+
+/// A key's windows as the guard found them, without counting the request in them: what
+/// `getRateLimit` answers.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyWindows(pub Decision);
+
 /// The client address of a request, as the subject requests without a valid key count
 /// against.
 pub fn address_subject(state: &AppState, req: &Request) -> Subject {

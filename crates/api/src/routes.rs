@@ -11,6 +11,7 @@ use std::sync::Arc;
 use poem::http::Method;
 use serde_json::Value;
 
+use crate::idempotency::IDEMPOTENCY_KEY;
 use crate::stability::Stability;
 
 /// One method of a route: the operation it reaches, if it is one, how stable that is, and
@@ -119,7 +120,7 @@ impl RouteTable {
                                 .as_str()
                                 .and_then(Stability::named)
                                 .unwrap_or_default(),
-                            takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY),
+                            takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
                         })
                     })
                     .collect();
@@ -152,9 +153,6 @@ impl RouteTable {
         self.routes.iter().position(|r| r.matches(path))
     }
 }
-
-/// The header a retried write carries (`docs/api.md#idempotent-retries`).
-const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 
 /// Whether the operation `op` of the document declares the request header `name`.
 fn declares_header(op: &Value, name: &str) -> bool {

@@ -8,7 +8,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
 use crate::error::ApiError;
-use crate::operations::{GET_RATE_LIMIT, KeyWindows};
+use crate::rate_limit::{GET_RATE_LIMIT, KeyWindows};
 use crate::state::AppState;
 use crate::telemetry::{self, Outcome};
 use crate::{auth, rate_limit};

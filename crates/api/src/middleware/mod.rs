@@ -61,7 +61,7 @@ pub use measure::record_metrics;
 pub use nosniff::nosniff;
 pub use panic::panic_response;
 pub use resolve::resolve_route;
-pub use retries::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, KeyedWrite, idempotent_retries, replay};
+pub use retries::idempotent_retries;
 pub use timeout::request_timeout;
 pub use trace::{request_id, trace_request};
 

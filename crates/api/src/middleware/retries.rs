@@ -4,31 +4,22 @@
 //! A request to one of them with an authenticated key and an `Idempotency-Key` header is
 //! taken here before its operation runs: a malformed header is 400 `invalid_request`, and a
 //! key whose request still runs in this process is 409 `idempotency_in_progress`. Otherwise
-//! the operation runs holding the key ([`KeyedWrite`] in the request): its write looks the
+//! the operation runs holding the key (`idempotency::KeyedWrite` in the request): its write looks the
 //! key up in its own transaction, and either stores its outcome with what it creates, or
 //! finds the key used before: then the operation answers with the stored response marked
-//! `Idempotent-Replayed: true` ([`replay`]) when the request is the same, and 422
+//! `Idempotent-Replayed: true` (`idempotency::replay`) when the request is the same, and 422
 //! `idempotency_key_reused` when it is not. The header is ignored on every other operation.
 
 use std::sync::Arc;
 
-use animal_store_domain::{Fingerprint, IdempotencyKey, RetryRefusal, StoredResponse};
-use poem::http::{HeaderName, HeaderValue, StatusCode, header};
+use animal_store_domain::{Fingerprint, IdempotencyKey, RetryRefusal};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::body_limit::RawBody;
 use super::{resolved, respond, state};
 use crate::auth::Authenticated;
 use crate::error::{ApiError, ErrorCode};
-
-/// The request header that carries the client's key.
-pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
-/// The response header that marks a replay.
-pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
-
-/// The claim on its key a keyed request runs with; the operation stores its outcome under it.
-#[derive(Debug, Clone)]
-pub struct KeyedWrite(pub Arc<animal_store_domain::Claim>);
+use crate::idempotency::{IDEMPOTENCY_KEY, KeyedWrite};
 
 /// Decides keyed requests to `createPet` and `placeOrder` before they run.
 pub async fn idempotent_retries<E: Endpoint>(
@@ -100,20 +91,6 @@ fn unquote(quoted: &str) -> Option<String> {
     Some(text)
 }
 
-/// The stored response, marked as a replay.
-pub fn replay(stored: StoredResponse) -> Response {
-    let StoredResponse { status, body, location } = stored;
-    let mut response = Response::builder()
-        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .content_type("application/json; charset=utf-8")
-        .header(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"))
-        .body(body);
-    if let Some(location) = location.and_then(|l| HeaderValue::try_from(l).ok()) {
-        response.headers_mut().insert(header::LOCATION, location);
-    }
-    response
-}
-
 impl From<RetryRefusal> for ApiError {
     fn from(refusal: RetryRefusal) -> Self {
         match refusal {
@@ -131,7 +108,7 @@ impl From<RetryRefusal> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use poem::http::HeaderMap;
+    use poem::http::{HeaderMap, HeaderValue};
 
     fn key(values: &[&'static str]) -> Result<Option<String>, String> {
         let mut headers = HeaderMap::new();

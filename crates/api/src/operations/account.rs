@@ -5,13 +5,14 @@
 //! key's windows, and counts the request under the key's own inquiry quota instead (60 a
 //! minute). The body shows the decision the guard took, so it agrees with the headers.
 
-use animal_store_domain::{Decision, Plan, Subject, Verdict, WindowUsage};
+use animal_store_domain::{Plan, Subject, Verdict, WindowUsage};
 use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Tags};
 
 use crate::auth::BearerKey;
 use crate::error::{ErrorCode, ErrorSet, OperationError};
+use crate::rate_limit::KeyWindows;
 use crate::state::AppState;
 
 #[derive(Tags)]
@@ -20,10 +21,6 @@ enum Tag {
     #[oai(rename = "account")]
     Account,
 }
-
-/// The key's windows as the guard found them, without counting the request in them.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyWindows(pub Decision);
 
 /// A plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]

@@ -19,7 +19,7 @@ use crate::dto::listing::{listing, next_link};
 use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
 use crate::dto::params::{PageSizeSchema, RawParam};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::middleware::{KeyedWrite, replay};
+use crate::idempotency::{KeyedWrite, replay};
 use crate::state::AppState;
 
 #[derive(Tags)]
