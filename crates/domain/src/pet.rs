@@ -242,13 +242,13 @@ impl PageSize {
     ///
     /// # Errors
     ///
-    /// [`PageSizeError`] when `limit` is outside `1..=100`.
-    pub fn new(limit: i64) -> Result<Self, PageSizeError> {
-        u8::try_from(limit)
+    /// [`PageSizeError`] when `size` is outside `1..=100`.
+    pub fn new(size: i64) -> Result<Self, PageSizeError> {
+        u8::try_from(size)
             .ok()
             .filter(|l| (Self::MIN..=Self::MAX).contains(l))
             .map(Self)
-            .ok_or_else(|| PageSizeError(excerpt(&limit.to_string())))
+            .ok_or_else(|| PageSizeError(excerpt(&size.to_string())))
     }
 
     /// The page size.
@@ -368,8 +368,8 @@ mod tests {
         }
 
         #[test]
-        fn page_limits_are_accepted_exactly_in_range(limit in any::<i64>()) {
-            prop_assert_eq!(PageSize::new(limit).is_ok(), (1..=100).contains(&limit));
+        fn page_sizes_are_accepted_exactly_in_range(size in any::<i64>()) {
+            prop_assert_eq!(PageSize::new(size).is_ok(), (1..=100).contains(&size));
         }
 
         #[test]

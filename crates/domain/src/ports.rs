@@ -36,7 +36,7 @@ pub trait PetRepository: Send + Sync + 'static {
     /// [`RepositoryError`] when the store cannot be read.
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError>;
 
-    /// Up to `limit` pets whose id is greater than `after` (all when `None`) and, when
+    /// Up to `count` pets whose id is greater than `after` (all when `None`) and, when
     /// `status` is given, whose status is `status`, ordered by id ascending.
     ///
     /// # Errors
@@ -46,7 +46,7 @@ pub trait PetRepository: Send + Sync + 'static {
         &self,
         status: Option<PetStatus>,
         after: Option<PetId>,
-        limit: usize,
+        count: usize,
     ) -> Result<Vec<Pet>, RepositoryError>;
 }
 
@@ -72,7 +72,7 @@ pub trait OrderRepository: Send + Sync + 'static {
     /// [`RepositoryError`] when the store cannot be read.
     async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Option<Order>, RepositoryError>;
 
-    /// Up to `limit` of `owner`'s orders whose id is greater than `after` (all when `None`)
+    /// Up to `count` of `owner`'s orders whose id is greater than `after` (all when `None`)
     /// and, when `status` is given, whose status is `status`, ordered by id ascending.
     ///
     /// # Errors
@@ -83,7 +83,7 @@ pub trait OrderRepository: Send + Sync + 'static {
         owner: &KeyId,
         status: Option<OrderStatus>,
         after: Option<OrderId>,
-        limit: usize,
+        count: usize,
     ) -> Result<Vec<Order>, RepositoryError>;
 
     /// In one transaction: moves `owner`'s order `id` to `to` at `at` if the rules allow it

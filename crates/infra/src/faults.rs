@@ -121,10 +121,10 @@ impl PetRepository for FaultyPetRepository {
         &self,
         status: Option<PetStatus>,
         after: Option<PetId>,
-        limit: usize,
+        count: usize,
     ) -> Result<Vec<Pet>, RepositoryError> {
         self.injector.call().await?;
-        self.inner.list(status, after, limit).await
+        self.inner.list(status, after, count).await
     }
 }
 

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use animal_store_domain::{Listing, PageSize};
 
 use super::cursor::{decode_cursor, encode_cursor};
-use super::params::parse_limit;
+use super::params::parse_page_size;
 use crate::error::ApiError;
 
 /// The listing the raw `limit`, `status` and `cursor` of a query ask for; `position` makes
@@ -29,7 +29,7 @@ where
     F::Err: Display,
 {
     Ok(Listing {
-        size: limit.map(parse_limit).transpose()?.unwrap_or_default(),
+        size: limit.map(parse_page_size).transpose()?.unwrap_or_default(),
         filter: status
             .map(str::parse::<F>)
             .transpose()

@@ -99,7 +99,7 @@ impl Type for PageSizeSchema {
 
 /// A listing's `limit`: `invalid_request` when it is not an integer, `validation_failed`
 /// when it is outside the bounds of [`PageSize`].
-pub fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
+pub fn parse_page_size(raw: &str) -> Result<PageSize, ApiError> {
     let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         let raw = excerpt(raw);
@@ -109,6 +109,6 @@ pub fn parse_limit(raw: &str) -> Result<PageSize, ApiError> {
     let out_of_range = || PageSizeError(excerpt(raw));
     raw.parse::<i64>()
         .map_err(|_| out_of_range())
-        .and_then(|limit| PageSize::new(limit).map_err(|_| out_of_range()))
+        .and_then(|size| PageSize::new(size).map_err(|_| out_of_range()))
         .map_err(|e| ApiError::validation_failed(e.to_string()))
 }

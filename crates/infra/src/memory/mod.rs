@@ -57,7 +57,7 @@ impl PetRepository for MemoryPetRepository {
         &self,
         status: Option<PetStatus>,
         after: Option<PetId>,
-        limit: usize,
+        count: usize,
     ) -> Result<Vec<Pet>, RepositoryError> {
         let pets = self.pets.read().unwrap_or_else(PoisonError::into_inner);
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
@@ -65,7 +65,7 @@ impl PetRepository for MemoryPetRepository {
             .range((from, Bound::Unbounded))
             .map(|(_, pet)| pet)
             .filter(|pet| status.is_none_or(|s| pet.status == s))
-            .take(limit)
+            .take(count)
             .cloned()
             .collect())
     }
@@ -123,7 +123,7 @@ impl OrderRepository for MemoryOrderRepository {
         owner: &KeyId,
         status: Option<OrderStatus>,
         after: Option<OrderId>,
-        limit: usize,
+        count: usize,
     ) -> Result<Vec<Order>, RepositoryError> {
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         Ok(self
@@ -131,7 +131,7 @@ impl OrderRepository for MemoryOrderRepository {
             .range((from, Bound::Unbounded))
             .map(|(_, order)| order)
             .filter(|order| order.owner == *owner && status.is_none_or(|s| order.status == s))
-            .take(limit)
+            .take(count)
             .cloned()
             .collect())
     }

@@ -153,7 +153,7 @@ impl OrderRepository for SeaOrmOrderRepository {
         owner: &KeyId,
         status: Option<OrderStatus>,
         after: Option<OrderId>,
-        limit: usize,
+        count: usize,
     ) -> Result<Vec<Order>, RepositoryError> {
         let mut query = order::Entity::find().filter(order::Column::Owner.eq(owner.as_str()));
         if let Some(status) = status {
@@ -163,7 +163,7 @@ impl OrderRepository for SeaOrmOrderRepository {
             query = query.filter(order::Column::Id.gt(after.get()));
         }
         let query =
-            query.order_by_asc(order::Column::Id).limit(u64::try_from(limit).unwrap_or(u64::MAX));
+            query.order_by_asc(order::Column::Id).limit(u64::try_from(count).unwrap_or(u64::MAX));
         let rows = self.reads.run(query.all(&self.readers)).await?;
         rows.into_iter().map(to_order).collect()
     }

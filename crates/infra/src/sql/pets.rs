@@ -194,11 +194,11 @@ fn from_sync_row(row: &sea_orm_sync::QueryResult) -> Result<pet::Model, sea_orm_
     })
 }
 
-/// The query of a page: `limit` pets after `after`, of `status` if given, by id.
+/// The query of a page: `count` pets after `after`, of `status` if given, by id.
 pub(super) fn list_query(
     status: Option<PetStatus>,
     after: Option<PetId>,
-    limit: usize,
+    count: usize,
 ) -> sea_orm::Select<pet::Entity> {
     let mut query = pet::Entity::find();
     if let Some(status) = status {
@@ -207,7 +207,7 @@ pub(super) fn list_query(
     if let Some(after) = after {
         query = query.filter(pet::Column::Id.gt(after.get()));
     }
-    query.order_by_asc(pet::Column::Id).limit(u64::try_from(limit).unwrap_or(u64::MAX))
+    query.order_by_asc(pet::Column::Id).limit(u64::try_from(count).unwrap_or(u64::MAX))
 }
 
 #[async_trait]
@@ -226,9 +226,9 @@ impl PetRepository for SeaOrmPetRepository {
         &self,
         status: Option<PetStatus>,
         after: Option<PetId>,
-        limit: usize,
+        count: usize,
     ) -> Result<Vec<Pet>, RepositoryError> {
-        let rows = self.reads.run(self.readers.read(list_query(status, after, limit))).await?;
+        let rows = self.reads.run(self.readers.read(list_query(status, after, count))).await?;
         rows.iter().map(to_pet).collect()
     }
 }
