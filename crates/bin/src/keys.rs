@@ -126,8 +126,8 @@ fn describe(key: &ApiKey, now: SystemTime) -> String {
     if let Some(successor) = &key.rotated_to {
         let _ = write!(line, "\trotated_to={successor}");
     }
-    if key.lineage != key.id {
-        let _ = write!(line, "\tline={}", key.lineage);
+    if key.owner != key.id {
+        let _ = write!(line, "\tline={}", key.owner);
     }
     if let Some(name) = &key.name {
         let _ = write!(line, "\tname={}", name.as_str());

@@ -305,9 +305,11 @@ pub struct ApiKey {
     pub expires_at: Option<SystemTime>,
     /// The key issued to replace it, when it was rotated.
     pub rotated_to: Option<KeyId>,
-    /// The first key of its line of rotations: its own id unless it was issued by rotating
-    /// another. Quotas are counted per line, so a key and its successor share one.
-    pub lineage: KeyId,
+    /// Who the key acts for: the first key of its line of rotations, its own id unless it
+    /// was issued by rotating another. Quotas are counted per owner, so a key and its
+    /// successor share one, and orders and idempotency records belong to it. (The database
+    /// keeps it in the column `lineage`.)
+    pub owner: KeyId,
 }
 
 impl ApiKey {
@@ -327,7 +329,7 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
         let (id, secret) = ApiKeySecret::generate(Environment::Production);
         let key = ApiKey {
-            lineage: id.clone(),
+            owner: id.clone(),
             id,
             name: None,
             plan: Plan::Free,

@@ -120,7 +120,7 @@ impl KeyService {
             environment: self.environment,
             created_at: now,
             expires_at: expires_in.map(|d| now + d),
-            lineage: None,
+            owner: None,
         };
         with_fresh_id(|| {
             let issued = template.issue();
@@ -154,7 +154,7 @@ impl KeyService {
             environment: old.environment,
             created_at: now,
             expires_at: expires_in.map(|d| now + d),
-            lineage: Some(old.lineage.clone()),
+            owner: Some(old.owner.clone()),
         };
         with_fresh_id(|| {
             let new = template.issue();
@@ -269,7 +269,7 @@ struct Successor {
     created_at: SystemTime,
     expires_at: Option<SystemTime>,
     /// The line it continues; its own id when `None`.
-    lineage: Option<KeyId>,
+    owner: Option<KeyId>,
 }
 
 impl Successor {
@@ -277,7 +277,7 @@ impl Successor {
     fn issue(&self) -> IssuedKey {
         let (id, secret) = ApiKeySecret::generate(self.environment);
         let key = ApiKey {
-            lineage: self.lineage.clone().unwrap_or_else(|| id.clone()),
+            owner: self.owner.clone().unwrap_or_else(|| id.clone()),
             id,
             name: self.name.clone(),
             plan: self.plan,

@@ -131,7 +131,7 @@ pub struct Order {
     pub id: OrderId,
     /// The pet it reserves.
     pub pet_id: PetId,
-    /// Whose it is: the [lineage](crate::ApiKey::lineage) of the key that placed it, so that
+    /// Whose it is: the [owner](crate::ApiKey::owner) of the key that placed it, so that
     /// the keys a rotation issues keep seeing it.
     pub owner: KeyId,
     /// Where it stands.

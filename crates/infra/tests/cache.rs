@@ -14,7 +14,7 @@ async fn a_revocation_by_another_process_shows_once_the_clock_passes_the_ttl() {
     let (id, secret) = ApiKeySecret::generate(Environment::Production);
     let key = ApiKey {
         id: id.clone(),
-        lineage: id.clone(),
+        owner: id.clone(),
         expires_at: None,
         rotated_to: None,
         name: None,

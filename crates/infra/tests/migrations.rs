@@ -35,7 +35,7 @@ async fn api_keys_join_a_database_with_pets(url: &str) {
     assert_eq!((pets[0].name.as_str(), pets[0].category_id.get()), ("Old Rex", 2));
     let (id, secret) = ApiKeySecret::generate(Environment::Production);
     let key = ApiKey {
-        lineage: id.clone(),
+        owner: id.clone(),
         id,
         expires_at: None,
         rotated_to: None,
@@ -82,10 +82,10 @@ async fn keys_gain_a_lifecycle(url: &str) {
     let old = &keys[0];
     assert_eq!(old.id.as_str(), "oldkey000001");
     assert_eq!((old.expires_at, old.rotated_to.as_ref()), (None, None), "no expiry, not rotated");
-    assert_eq!(old.lineage, old.id, "its own line");
+    assert_eq!(old.owner, old.id, "its own line");
     let (id, secret) = ApiKeySecret::generate(Environment::Production);
     let successor = ApiKey {
-        lineage: old.id.clone(),
+        owner: old.id.clone(),
         id,
         name: old.name.clone(),
         plan: old.plan,

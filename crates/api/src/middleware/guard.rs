@@ -149,15 +149,15 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
     };
     let (subject, quota) = if is_inquiry(req) {
         // Asking for the key's own limits counts apart, and spends none of its quota.
-        (Subject::Inquiry(key.lineage.clone()), INQUIRY_QUOTA)
+        (Subject::Inquiry(key.owner.clone()), INQUIRY_QUOTA)
     } else {
         // A key and the key that replaced it share one quota: they are one line.
-        (Subject::Key(key.lineage.clone()), key.plan.quota())
+        (Subject::Key(key.owner.clone()), key.plan.quota())
     };
     let decision = state.limiter.check(&subject, quota).await;
     let windows = match subject {
         Subject::Inquiry(_) if decision.is_admitted() => {
-            let own = Subject::Key(key.lineage.clone());
+            let own = Subject::Key(key.owner.clone());
             Some(state.limiter.peek(&own, key.plan.quota()).await.as_it_stands())
         }
         _ => None,

@@ -30,7 +30,7 @@ pub async fn idempotent_retries<E: Endpoint>(
     let keyed = resolved(&req).is_some_and(|resolved| {
         resolved.route().is_some_and(|route| route.takes_idempotency_key(req.method()))
     });
-    let owner = req.extensions().get::<Authenticated>().map(|a| a.0.lineage.clone());
+    let owner = req.extensions().get::<Authenticated>().map(|a| a.0.owner.clone());
     let (Some(owner), true, Some(state)) = (owner, keyed, state(&req)) else {
         return Ok(respond(ep.as_ref(), req).await);
     };

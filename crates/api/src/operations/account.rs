@@ -107,7 +107,7 @@ impl AccountApi {
             Some(KeyWindows(decision)) => *decision,
             // Outside the guard (a test calling the endpoint alone): look now.
             None => {
-                state.limiter.peek(&Subject::Key(key.0.lineage.clone()), key.0.plan.quota()).await
+                state.limiter.peek(&Subject::Key(key.0.owner.clone()), key.0.plan.quota()).await
             }
         };
         let plan = match key.0.plan {

@@ -171,7 +171,7 @@ impl OrdersApi {
                     Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
                 }
             }
-            None => state.orders.place(&key.0.lineage, pet).await?,
+            None => state.orders.place(&key.0.owner, pet).await?,
         };
         let location = location(&order);
         Ok(PlaceOrderOk::Created(Json(order.into()), location))
@@ -201,7 +201,7 @@ impl OrdersApi {
             cursor.0.as_deref(),
             OrderId::new,
         )?;
-        let page = state.orders.list(&key.0.lineage, listing).await?;
+        let page = state.orders.list(&key.0.owner, listing).await?;
         let next =
             page.next_after.map(|after| next_link("/v1/store/orders", &listing, after.get()));
         Ok(ListOrdersOk::Ok(Json(page.items.into_iter().map(OrderBody::from).collect()), next))
@@ -220,7 +220,7 @@ impl OrdersApi {
         order_id: Path<RawParam<i64>>,
     ) -> Result<OrderOk, OperationError<GetOrderErrors>> {
         let id = parse_order_id(order_id.0.as_str())?;
-        let order = state.orders.get(&key.0.lineage, id).await?;
+        let order = state.orders.get(&key.0.owner, id).await?;
         Ok(OrderOk::Ok(Json(order.into())))
     }
 
@@ -244,7 +244,7 @@ impl OrdersApi {
         RepeatedJsonKey::refuse(request)?;
         let context = ParseContext { now: state.clock.now() };
         let status = body.0.into_inner()?.into_status(&context)?;
-        let order = state.orders.update(&key.0.lineage, id, status).await?;
+        let order = state.orders.update(&key.0.owner, id, status).await?;
         Ok(OrderOk::Ok(Json(order.into())))
     }
 }

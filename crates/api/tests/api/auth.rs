@@ -105,7 +105,7 @@ async fn a_rotated_key_works_through_its_grace_then_only_its_successor_does() {
     let rotated = h.keys.rotate(&old.id, Duration::from_secs(3_600), None).await.expect("rotate");
     let new = rotated.new.secret.expose().to_owned();
     assert_eq!(rotated.new.key.plan, old.plan, "the same plan");
-    assert_eq!(rotated.new.key.lineage, old.id, "one line, one quota");
+    assert_eq!(rotated.new.key.owner, old.id, "one line, one quota");
     assert_eq!(h.get("/v1/pets").await.status, StatusCode::OK, "the old key, in its grace");
     assert_eq!(get_with(&h, &new).await.status, StatusCode::OK);
     h.clock.advance(Duration::from_secs(3_600));

@@ -137,9 +137,9 @@ fn key(plan: Plan, name: Option<&str>, created_secs: u64) -> (ApiKey, ApiKeySecr
         revoked_at: None,
         expires_at: None,
         rotated_to: None,
-        lineage: id_placeholder(),
+        owner: id_placeholder(),
     };
-    (ApiKey { lineage: key.id.clone(), ..key }, secret)
+    (ApiKey { owner: key.id.clone(), ..key }, secret)
 }
 
 fn id_placeholder() -> KeyId {

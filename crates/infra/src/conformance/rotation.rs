@@ -1,4 +1,4 @@
-//! The rotation part of the [`ApiKeyStore`] suite: expiry and lineage kept exactly, one
+//! The rotation part of the [`ApiKeyStore`] suite: expiry and owner kept exactly, one
 //! successor per key, and no rotation of a key that no longer works.
 
 use std::time::{Duration, SystemTime};
@@ -8,10 +8,10 @@ use futures_util::future::join_all;
 
 use super::key;
 
-/// A key of `lineage`'s line, to succeed another.
+/// A key of the line `of` belongs to, to succeed another.
 fn successor(of: &ApiKey, created_secs: u64) -> ApiKey {
     let (new, _) = key(of.plan, None, created_secs);
-    ApiKey { lineage: of.lineage.clone(), ..new }
+    ApiKey { owner: of.owner.clone(), ..new }
 }
 
 fn at(secs: u64) -> SystemTime {
@@ -27,7 +27,7 @@ pub(super) async fn rotations(store: &dyn ApiKeyStore) {
     let now = at(1_800_000_000);
     let until = now + Duration::from_hours(24);
 
-    // Expiry and lineage round-trip.
+    // Expiry and owner round-trip.
     let (old, _) = key(Plan::Pro, Some("rotating"), 1_750_000_000);
     let old = ApiKey { expires_at: Some(at(1_900_000_000)), ..old };
     store.create(&old).await.expect("create");
@@ -41,8 +41,8 @@ pub(super) async fn rotations(store: &dyn ApiKeyStore) {
     assert_eq!(rotated, Rotation::Rotated(expected.clone()));
     assert_eq!(stored(store, &old.id).await, Some(expected.clone()), "the old key, rotated");
     let found = store.find_by_digest(&new.digest).await.expect("find");
-    assert_eq!(found.as_ref(), Some(&new), "the successor, with the old key's lineage");
-    assert_eq!(new.lineage, old.id);
+    assert_eq!(found.as_ref(), Some(&new), "the successor, with the old key's owner");
+    assert_eq!(new.owner, old.id);
 
     // One successor per key.
     let second = successor(&old, 1_750_000_002);

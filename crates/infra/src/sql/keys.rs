@@ -56,7 +56,7 @@ fn to_row(key: &ApiKey) -> api_key::ActiveModel {
         revoked_at,
         expires_at,
         rotated_to,
-        lineage,
+        owner,
     } = key;
     let custom = match plan {
         Plan::Enterprise(quota) => Some(*quota),
@@ -75,7 +75,7 @@ fn to_row(key: &ApiKey) -> api_key::ActiveModel {
         revoked_at: Set(revoked_at.map(millis)),
         expires_at: Set(expires_at.map(millis)),
         rotated_to: Set(rotated_to.as_ref().map(|to| to.as_str().to_owned())),
-        lineage: Set((lineage != id).then(|| lineage.as_str().to_owned())),
+        lineage: Set((owner != id).then(|| owner.as_str().to_owned())),
     }
 }
 
@@ -116,7 +116,7 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
         revoked_at: revoked_at.map(instant),
         expires_at: expires_at.map(instant),
         rotated_to: rotated_to.as_deref().map(key_id).transpose()?,
-        lineage: key_id(lineage.as_deref().unwrap_or(id))?,
+        owner: key_id(lineage.as_deref().unwrap_or(id))?,
     })
 }
 
