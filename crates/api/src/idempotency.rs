@@ -1,4 +1,4 @@
-//! What the layer of idempotent retries (`middleware/retries.rs`) and the operations that
+//! What the layer of idempotent retries (`middleware/idempotency_keys.rs`) and the operations that
 //! honour an `Idempotency-Key` share (`docs/api.md#idempotent-retries`): the headers, the
 //! claim a keyed request runs with, and the replay of a stored response. Apart from both, so
 //! that neither imports the other.

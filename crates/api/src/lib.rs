@@ -127,7 +127,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .at(probes::PATHS[1], get(operators::readyz))
         .at(telemetry::PATH, get(operators::serve_metrics))
         .nest("/v1", v1)
-        .around(middleware::idempotent_retries)
+        .around(middleware::idempotency_keys)
         .around(middleware::body_limit)
         .catch_all_error(|err| async move { middleware::error_response(err) })
         .around(middleware::allow_header)

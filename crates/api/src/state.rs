@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::{Clock, KeyService, OrderService, PetService, RateLimiter, RetryService};
+use animal_store_domain::{
+    Clock, IdempotencyService, KeyService, OrderService, PetService, RateLimiter,
+};
 
 use crate::client_address::ClientAddressing;
 use crate::probes::Readiness;
@@ -17,7 +19,7 @@ pub struct AppState {
     /// Orders, each visible to its owner only.
     pub orders: OrderService,
     /// Idempotent retries of `createPet` and `placeOrder`.
-    pub retries: RetryService,
+    pub idempotency: IdempotencyService,
     /// API keys: authentication.
     pub keys: KeyService,
     /// The time, for sunsets.

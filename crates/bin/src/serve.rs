@@ -154,7 +154,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
         }
         let readiness = state.readiness.clone();
-        let sweeper = tokio::spawn(sweep_retries(state.retries.clone()));
+        let sweeper = tokio::spawn(sweep_idempotency_records(state.idempotency.clone()));
         // Built before the ready file is written: ready means ready to answer.
         let app = animal_store_api::app(state);
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
@@ -203,11 +203,11 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
 const SWEEP_BATCH: usize = 500;
 
 /// Removes expired idempotency records now and then every [`SWEEP_INTERVAL`], until aborted.
-async fn sweep_retries(retries: animal_store_domain::RetryService) {
+async fn sweep_idempotency_records(idempotency: animal_store_domain::IdempotencyService) {
     let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
     loop {
         ticks.tick().await;
-        match retries.sweep(SWEEP_BATCH).await {
+        match idempotency.sweep(SWEEP_BATCH).await {
             Ok(0) => {}
             Ok(removed) => tracing::info!(removed, "removed expired idempotency records"),
             Err(err) => tracing::warn!(error = %err, "removing expired idempotency records failed"),

@@ -14,8 +14,8 @@ use animal_store_api::probes::Readiness;
 use animal_store_api::telemetry::SharedExporter;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{
-    ApiKeyStore, Clock, Environment, HealthCheck, IdempotencyStore, KeyService, OrderRepository,
-    OrderService, PetRepository, PetService, RateLimitPolicy, RateLimiter, RetryService,
+    ApiKeyStore, Clock, Environment, HealthCheck, IdempotencyService, IdempotencyStore, KeyService,
+    OrderRepository, OrderService, PetRepository, PetService, RateLimitPolicy, RateLimiter,
 };
 use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
 
@@ -164,7 +164,7 @@ impl Wiring {
         AppState {
             pets: PetService::new(pets),
             orders: OrderService::new(orders, clock.clone()),
-            retries: RetryService::new(idempotency, clock.clone()),
+            idempotency: IdempotencyService::new(idempotency, clock.clone()),
             keys: KeyService::new(keys, clock.clone(), environment),
             limiter,
             clock,

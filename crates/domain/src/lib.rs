@@ -10,7 +10,7 @@
 //! - [`excerpt`](mod@excerpt): how much of a client's value a message or a log line repeats.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest.
-//! - [`idempotency`]: idempotency keys and the outcomes stored for retries; [`retries`]: the
+//! - [`idempotency`]: idempotency keys and the outcomes stored for retries; [`idempotency_service`]: the
 //!   use case that decides whether a keyed request runs, replays or is refused.
 //! - [`order`]: orders, their statuses and the moves between them; [`orders`]: the order
 //!   use cases.
@@ -26,6 +26,7 @@
 pub mod api_key;
 pub mod excerpt;
 pub mod idempotency;
+pub mod idempotency_service;
 pub mod keys;
 pub mod listing;
 pub mod name_rule;
@@ -36,7 +37,6 @@ pub mod plan;
 pub mod ports;
 pub mod rate_limit;
 pub mod repository_error;
-pub mod retries;
 pub mod service;
 
 pub use api_key::{
@@ -48,6 +48,7 @@ pub use idempotency::{
     Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, Idempotent,
     IdempotentWrite, KeyReused, RenderOrder, RenderPet, StoredResponse,
 };
+pub use idempotency_service::{Answer, Claim, IdempotencyRefusal, IdempotencyService};
 pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
 pub use listing::{Listing, Page};
 pub use name_rule::{NameRuleError, check_name};
@@ -69,5 +70,4 @@ pub use rate_limit::{
     StoreFallback, Subject, Verdict, WindowUsage,
 };
 pub use repository_error::{BoxError, RepositoryError};
-pub use retries::{Answer, Claim, RetryRefusal, RetryService};
 pub use service::{GetPetError, PetListing, PetPage, PetService};

@@ -44,7 +44,7 @@ pub async fn body_limit<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
             if let Some(key) = is_json(&req).then(|| repeated_json_key(&bytes)).flatten() {
                 req.extensions_mut().insert(RepeatedJsonKey(key));
             }
-            // For the fingerprint of a keyed retry (`idempotent_retries`).
+            // For the fingerprint of a keyed retry (`idempotency_keys`).
             req.extensions_mut().insert(RawBody(bytes.clone()));
             req.set_body(bytes);
         }

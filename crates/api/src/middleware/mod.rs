@@ -1,6 +1,6 @@
 //! The layers around the operations, innermost first:
 //!
-//! - [`idempotent_retries`]: takes the `Idempotency-Key` of a `createPet` or `placeOrder`:
+//! - [`idempotency_keys`]: takes the `Idempotency-Key` of a `createPet` or `placeOrder`:
 //!   refuses a malformed header or a key whose request still runs, or lets the operation
 //!   run holding the key (it stores its outcome, or repeats the key's first response).
 //! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
@@ -42,12 +42,12 @@
 mod allow;
 mod body_limit;
 mod guard;
+mod idempotency_keys;
 mod lifecycle;
 mod measure;
 mod nosniff;
 mod panic;
 mod resolve;
-mod retries;
 mod timeout;
 mod trace;
 
@@ -56,12 +56,12 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
 pub use guard::guard;
+pub use idempotency_keys::idempotency_keys;
 pub use lifecycle::{API_STABILITY, lifecycle_headers};
 pub use measure::record_metrics;
 pub use nosniff::nosniff;
 pub use panic::panic_response;
 pub use resolve::resolve_route;
-pub use retries::idempotent_retries;
 pub use timeout::request_timeout;
 pub use trace::{request_id, trace_request};
 

@@ -166,7 +166,7 @@ impl OrdersApi {
         let order = match request.extensions().get::<KeyedWrite>() {
             // The outcome, a refusal of the rules included, is stored for retries with the key.
             Some(KeyedWrite(claim)) => {
-                match state.retries.place_order(claim, pet, Box::new(placed_response)).await? {
+                match state.idempotency.place_order(claim, pet, Box::new(placed_response)).await? {
                     Answer::Done(placed) => placed?,
                     Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
                 }

@@ -169,7 +169,11 @@ impl PetsApi {
         let pet = match request.extensions().get::<KeyedWrite>() {
             // Stored with the outcome a retry with the same key gets again.
             Some(KeyedWrite(claim)) => {
-                match state.retries.create_pet(claim, new_pet, Box::new(created_response)).await? {
+                match state
+                    .idempotency
+                    .create_pet(claim, new_pet, Box::new(created_response))
+                    .await?
+                {
                     Answer::Done(pet) => pet,
                     Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
                 }

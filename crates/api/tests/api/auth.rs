@@ -166,7 +166,7 @@ async fn an_unreachable_key_store_is_503() {
             Arc::new(MemoryOrderRepository::new(Arc::new(MemoryPetRepository::new()))),
             clock.clone(),
         ),
-        retries: crate::helpers::unused_retries(clock.clone()),
+        idempotency: crate::helpers::unused_idempotency(clock.clone()),
         keys,
         limiter: Arc::new(MemoryRateLimiter::new(
             RateLimitPolicy::default(),

@@ -71,12 +71,12 @@ impl Harness {
         let key = keys.issue(None, Plan::Business).await.expect("issue").secret.expose().to_owned();
         let state = AppState {
             pets: PetService::new(pets.clone()),
-            // No test of this crate places orders or retries: they have stores of their own.
+            // No test of this crate places orders or idempotency: they have stores of their own.
             orders: OrderService::new(
                 Arc::new(MemoryOrderRepository::new(Arc::new(MemoryPetRepository::new()))),
                 Arc::new(clock.clone()),
             ),
-            retries: unused_retries(Arc::new(clock.clone())),
+            idempotency: unused_idempotency(Arc::new(clock.clone())),
             keys: keys.clone(),
             clock: Arc::new(clock.clone()),
             limiter: Arc::new(MemoryRateLimiter::new(
@@ -155,11 +155,11 @@ pub async fn seed(h: &Harness, n: usize) {
 }
 
 /// Idempotent retries over stores of their own, for the tests that do not retry.
-pub fn unused_retries(
+pub fn unused_idempotency(
     clock: Arc<dyn animal_store_domain::Clock>,
-) -> animal_store_domain::RetryService {
+) -> animal_store_domain::IdempotencyService {
     let pets = Arc::new(MemoryPetRepository::new());
     let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
     let store = Arc::new(animal_store_infra::MemoryIdempotencyStore::new(pets, orders));
-    animal_store_domain::RetryService::new(store, clock)
+    animal_store_domain::IdempotencyService::new(store, clock)
 }

@@ -5,18 +5,18 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    Answer, CategoryId, Fingerprint, IdempotencyKey, KeyId, NewPet, PetName, PetStatus,
-    RetryRefusal, RetryService, StoredResponse,
+    Answer, CategoryId, Fingerprint, IdempotencyKey, IdempotencyRefusal, IdempotencyService, KeyId,
+    NewPet, PetName, PetStatus, StoredResponse,
 };
 use animal_store_infra::{
     ManualClock, MemoryIdempotencyStore, MemoryOrderRepository, MemoryPetRepository,
 };
 
-fn service() -> RetryService {
+fn service() -> IdempotencyService {
     let pets = Arc::new(MemoryPetRepository::new());
     let orders = Arc::new(MemoryOrderRepository::new(Arc::clone(&pets)));
     let store = Arc::new(MemoryIdempotencyStore::new(pets, orders));
-    RetryService::new(store, Arc::new(ManualClock::at_unix(1_900_000_000)))
+    IdempotencyService::new(store, Arc::new(ManualClock::at_unix(1_900_000_000)))
 }
 
 fn rex() -> NewPet {
@@ -29,30 +29,30 @@ fn rex() -> NewPet {
 
 #[tokio::test]
 async fn a_running_key_is_refused_then_repeats_its_response() {
-    let retries = service();
+    let idempotency = service();
     let owner = KeyId::new("ownera000000").expect("a key id");
     let key = IdempotencyKey::new("k").expect("a key");
     let fingerprint = Fingerprint::of("POST", "/v1/pets", b"{}");
-    let claim = retries.begin(&owner, key.clone(), fingerprint).expect("a new key runs");
-    let second = retries.begin(&owner, key.clone(), fingerprint);
-    assert!(matches!(second, Err(RetryRefusal::InProgress)), "{second:?}");
+    let claim = idempotency.begin(&owner, key.clone(), fingerprint).expect("a new key runs");
+    let second = idempotency.begin(&owner, key.clone(), fingerprint);
+    assert!(matches!(second, Err(IdempotencyRefusal::InProgress)), "{second:?}");
     let other = KeyId::new("ownerb000000").expect("a key id");
-    assert!(retries.begin(&other, key.clone(), fingerprint).is_ok(), "another owner's key");
+    assert!(idempotency.begin(&other, key.clone(), fingerprint).is_ok(), "another owner's key");
 
     let response = StoredResponse { status: 201, body: "{\"id\":1}".to_owned(), location: None };
     let stored = response.clone();
-    let done = retries.create_pet(&claim, rex(), Box::new(move |_| stored)).await;
+    let done = idempotency.create_pet(&claim, rex(), Box::new(move |_| stored)).await;
     assert!(matches!(done, Ok(Answer::Done(_))), "{done:?}");
     drop(claim);
 
-    let again = retries.begin(&owner, key.clone(), fingerprint).expect("free again");
+    let again = idempotency.begin(&owner, key.clone(), fingerprint).expect("free again");
     let replay =
-        retries.create_pet(&again, rex(), Box::new(|_| unreachable!("not rendered"))).await;
+        idempotency.create_pet(&again, rex(), Box::new(|_| unreachable!("not rendered"))).await;
     assert!(matches!(replay, Ok(Answer::Replay(ref r)) if *r == response), "{replay:?}");
     drop(again);
     let other_request = Fingerprint::of("POST", "/v1/pets", b"[]");
-    let other_claim = retries.begin(&owner, key, other_request).expect("free again");
+    let other_claim = idempotency.begin(&owner, key, other_request).expect("free again");
     let refused =
-        retries.create_pet(&other_claim, rex(), Box::new(|_| unreachable!("not rendered"))).await;
-    assert!(matches!(refused, Err(RetryRefusal::KeyReused)), "{refused:?}");
+        idempotency.create_pet(&other_claim, rex(), Box::new(|_| unreachable!("not rendered"))).await;
+    assert!(matches!(refused, Err(IdempotencyRefusal::KeyReused)), "{refused:?}");
 }

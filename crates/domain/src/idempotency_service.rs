@@ -25,7 +25,7 @@ use crate::repository_error::RepositoryError;
 
 /// Why a keyed request does not run.
 #[derive(Debug, Error)]
-pub enum RetryRefusal {
+pub enum IdempotencyRefusal {
     /// Another request with the key is still running.
     #[error("a request with this Idempotency-Key is still being processed; retry later")]
     InProgress,
@@ -84,13 +84,13 @@ impl Running {
 
 /// Idempotent retries of `createPet` and `placeOrder`.
 #[derive(Clone)]
-pub struct RetryService {
+pub struct IdempotencyService {
     store: Arc<dyn IdempotencyStore>,
     clock: Arc<dyn Clock>,
     running: Arc<Running>,
 }
 
-impl RetryService {
+impl IdempotencyService {
     /// Records kept in `store`, timed by `clock`.
     pub fn new(store: Arc<dyn IdempotencyStore>, clock: Arc<dyn Clock>) -> Self {
         Self { store, clock, running: Arc::default() }
@@ -100,15 +100,15 @@ impl RetryService {
     ///
     /// # Errors
     ///
-    /// [`RetryRefusal::InProgress`] when another request of this process holds the key.
+    /// [`IdempotencyRefusal::InProgress`] when another request of this process holds the key.
     pub fn begin(
         &self,
         owner: &KeyId,
         key: IdempotencyKey,
         fingerprint: Fingerprint,
-    ) -> Result<Claim, RetryRefusal> {
+    ) -> Result<Claim, IdempotencyRefusal> {
         if !self.running.claim(owner, &key) {
-            return Err(RetryRefusal::InProgress);
+            return Err(IdempotencyRefusal::InProgress);
         }
         let at = to_the_second(self.clock.now());
         Ok(Claim {
@@ -122,14 +122,14 @@ impl RetryService {
     ///
     /// # Errors
     ///
-    /// [`RetryRefusal::KeyReused`] when the key was used with another request;
-    /// [`RetryRefusal::Repository`] when the store fails (nothing is stored then).
+    /// [`IdempotencyRefusal::KeyReused`] when the key was used with another request;
+    /// [`IdempotencyRefusal::Repository`] when the store fails (nothing is stored then).
     pub async fn create_pet(
         &self,
         claim: &Claim,
         pet: NewPet,
         render: RenderPet,
-    ) -> Result<Answer<Pet>, RetryRefusal> {
+    ) -> Result<Answer<Pet>, IdempotencyRefusal> {
         let done = self.store.create_pet(claim.write.clone(), pet, render).await?;
         answer(claim, done)
     }
@@ -140,13 +140,13 @@ impl RetryService {
     ///
     /// # Errors
     ///
-    /// As [`RetryService::create_pet`].
+    /// As [`IdempotencyService::create_pet`].
     pub async fn place_order(
         &self,
         claim: &Claim,
         pet: PetId,
         render: RenderOrder,
-    ) -> Result<Answer<Result<Order, PlaceOrderError>>, RetryRefusal> {
+    ) -> Result<Answer<Result<Order, PlaceOrderError>>, IdempotencyRefusal> {
         let order = NewOrder { pet_id: pet, owner: claim.write.owner.clone(), at: claim.write.at };
         let done = self.store.place_order(claim.write.clone(), order, render).await?;
         answer(claim, done)
@@ -176,12 +176,12 @@ impl RetryService {
 
 /// What a keyed write's outcome answers: the work, or the first response when the request
 /// is the same, or the refusal of a key used for another.
-fn answer<T>(claim: &Claim, done: Idempotent<T>) -> Result<Answer<T>, RetryRefusal> {
+fn answer<T>(claim: &Claim, done: Idempotent<T>) -> Result<Answer<T>, IdempotencyRefusal> {
     match done {
         Idempotent::Done(work) => Ok(Answer::Done(work)),
         Idempotent::Before(record) => match record.replay(claim.write.fingerprint) {
             Ok(response) => Ok(Answer::Replay(response.clone())),
-            Err(_) => Err(RetryRefusal::KeyReused),
+            Err(_) => Err(IdempotencyRefusal::KeyReused),
         },
     }
 }

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{Fingerprint, IdempotencyKey, RetryRefusal};
+use animal_store_domain::{Fingerprint, IdempotencyKey, IdempotencyRefusal};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::body_limit::RawBody;
@@ -22,10 +22,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::idempotency::{IDEMPOTENCY_KEY, KeyedWrite};
 
 /// Decides keyed requests to `createPet` and `placeOrder` before they run.
-pub async fn idempotent_retries<E: Endpoint>(
-    ep: Arc<E>,
-    mut req: Request,
-) -> poem::Result<Response> {
+pub async fn idempotency_keys<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
     // The operations that declare the header in the document honour it.
     let keyed = resolved(&req).is_some_and(|resolved| {
         resolved.route().is_some_and(|route| route.takes_idempotency_key(req.method()))
@@ -41,7 +38,7 @@ pub async fn idempotent_retries<E: Endpoint>(
     };
     let body = req.extensions().get::<RawBody>().map(|body| body.0.clone()).unwrap_or_default();
     let fingerprint = Fingerprint::of(req.method().as_str(), req.uri().path(), &body);
-    match state.retries.begin(&owner, key, fingerprint) {
+    match state.idempotency.begin(&owner, key, fingerprint) {
         Ok(claim) => {
             req.extensions_mut().insert(KeyedWrite(Arc::new(claim)));
             Ok(respond(ep.as_ref(), req).await)
@@ -91,16 +88,16 @@ fn unquote(quoted: &str) -> Option<String> {
     Some(text)
 }
 
-impl From<RetryRefusal> for ApiError {
-    fn from(refusal: RetryRefusal) -> Self {
+impl From<IdempotencyRefusal> for ApiError {
+    fn from(refusal: IdempotencyRefusal) -> Self {
         match refusal {
-            RetryRefusal::InProgress => {
+            IdempotencyRefusal::InProgress => {
                 Self::new(ErrorCode::IdempotencyInProgress, refusal.to_string())
             }
-            RetryRefusal::KeyReused => {
+            IdempotencyRefusal::KeyReused => {
                 Self::new(ErrorCode::IdempotencyKeyReused, refusal.to_string())
             }
-            RetryRefusal::Repository(err) => err.into(),
+            IdempotencyRefusal::Repository(err) => err.into(),
         }
     }
 }
