@@ -52,7 +52,8 @@ async fn a_running_key_is_refused_then_repeats_its_response() {
     drop(again);
     let other_request = Fingerprint::of("POST", "/v1/pets", b"[]");
     let other_claim = idempotency.begin(&owner, key, other_request).expect("free again");
-    let refused =
-        idempotency.create_pet(&other_claim, rex(), Box::new(|_| unreachable!("not rendered"))).await;
+    let refused = idempotency
+        .create_pet(&other_claim, rex(), Box::new(|_| unreachable!("not rendered")))
+        .await;
     assert!(matches!(refused, Err(IdempotencyRefusal::KeyReused)), "{refused:?}");
 }

@@ -196,6 +196,29 @@ mod tests {
         }
     }
 
+    /// Properties a schema's example leaves out on purpose: `suspendedUntil` is shown only
+    /// for a suspended key.
+    const NOT_IN_THE_EXAMPLE: [(&str, &str); 1] = [("RateLimit", "suspendedUntil")];
+
+    #[test]
+    fn every_example_shows_every_property_of_its_schema_and_no_other() {
+        let document =
+            crate::openapi::document(&crate::openapi::service(&crate::ApiConfig::default()), true);
+        for (name, schema) in document["components"]["schemas"].as_object().expect("schemas") {
+            let Some(properties) = schema["properties"].as_object() else { continue };
+            let mut expected: Vec<&str> = properties
+                .keys()
+                .map(String::as_str)
+                .filter(|property| !NOT_IN_THE_EXAMPLE.contains(&(name.as_str(), *property)))
+                .collect();
+            let example = schema["example"].as_object().expect("an object example");
+            let mut shown: Vec<&str> = example.keys().map(String::as_str).collect();
+            expected.sort_unstable();
+            shown.sort_unstable();
+            assert_eq!(shown, expected, "the example of {name} shows other fields than it has");
+        }
+    }
+
     #[test]
     fn request_examples_are_bodies_the_service_accepts() {
         let examples = schema_examples();
