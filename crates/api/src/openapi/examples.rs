@@ -231,3 +231,76 @@ mod tests {
         assert_eq!(examples["Order"]["createdAt"], "2026-11-23T17:36:06Z");
     }
 }
+
+/// The reference in docs/api.md against the document: its resources' tables list exactly the
+/// properties of their schemas, and the document uses only formats clients know.
+#[cfg(test)]
+mod reference {
+    use serde_json::Value;
+
+    /// The fields each `### Name` table of docs/api.md's "Resources" lists, by name.
+    fn documented_fields() -> Vec<(String, Vec<String>)> {
+        let api = include_str!("../../../../docs/api.md");
+        let resources = api.split("\n## Resources\n").nth(1).expect("a Resources section");
+        let resources = resources.split("\n## ").next().unwrap_or_default();
+        resources
+            .split("\n### ")
+            .skip(1)
+            .map(|section| {
+                let name = section.lines().next().unwrap_or_default().trim().to_owned();
+                let fields = section
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("| `"))
+                    .filter_map(|rest| rest.split_once('`').map(|(field, _)| field.to_owned()))
+                    .collect();
+                (name, fields)
+            })
+            .collect()
+    }
+
+    fn document() -> Value {
+        crate::openapi::document(&crate::openapi::service(&crate::ApiConfig::default()), true)
+    }
+
+    #[test]
+    fn each_resource_of_the_reference_lists_exactly_its_properties() {
+        let document = document();
+        let schemas = document["components"]["schemas"].as_object().expect("schemas");
+        let mut checked = 0;
+        for (name, mut fields) in documented_fields() {
+            let Some(properties) = schemas.get(&name).and_then(|s| s["properties"].as_object())
+            else {
+                continue;
+            };
+            let mut properties: Vec<String> = properties.keys().cloned().collect();
+            properties.sort_unstable();
+            fields.sort_unstable();
+            assert_eq!(fields, properties, "docs/api.md's table of {name} against its schema");
+            checked += 1;
+        }
+        assert!(checked >= 3, "the reference's resource tables were read: {checked}");
+    }
+
+    #[test]
+    fn the_document_uses_only_formats_clients_know() {
+        fn formats<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+            match value {
+                Value::Object(map) => {
+                    if let Some(Value::String(format)) = map.get("format") {
+                        found.push(format);
+                    }
+                    map.values().for_each(|v| formats(v, found));
+                }
+                Value::Array(items) => items.iter().for_each(|v| formats(v, found)),
+                _ => {}
+            }
+        }
+        let document = document();
+        let mut found = Vec::new();
+        formats(&document, &mut found);
+        let known = ["int32", "int64", "uint32", "uint64", "date", "date-time", "float", "double"];
+        for format in found {
+            assert!(known.contains(&format), "format {format:?} is not one OpenAPI names");
+        }
+    }
+}
