@@ -135,3 +135,38 @@ pub mod idempotency_key {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{EntityName, EntityTrait, IdenStatic, Iterable};
+
+    /// The row of `table` in architecture.md's Schema table.
+    fn documented(table: &str) -> String {
+        let doc = include_str!("../../../../docs/architecture.md");
+        let schema = doc.split("\n## Schema\n").nth(1).expect("a Schema section");
+        let schema = schema.split("\n## ").next().unwrap_or_default();
+        let prefix = format!("| `{table}` |");
+        schema
+            .lines()
+            .find(|line| line.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("architecture.md's Schema has no row for {table}"))
+            .to_owned()
+    }
+
+    fn check<E: EntityTrait>() {
+        let table = E::default().table_name().to_owned();
+        let row = documented(&table);
+        for column in E::Column::iter() {
+            let name = column.as_str();
+            assert!(row.contains(&format!("`{name}`")), "architecture.md's {table} lacks {name}");
+        }
+    }
+
+    #[test]
+    fn the_schema_in_the_architecture_names_every_column() {
+        check::<super::pet::Entity>();
+        check::<super::api_key::Entity>();
+        check::<super::order::Entity>();
+        check::<super::idempotency_key::Entity>();
+    }
+}
