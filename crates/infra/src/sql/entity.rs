@@ -138,7 +138,7 @@ pub mod idempotency_key {
 
 #[cfg(test)]
 mod tests {
-    use sea_orm::{EntityName, EntityTrait, IdenStatic, Iterable};
+    use sea_orm::{EntityTrait, IdenStatic, Iterable};
 
     /// The row of `table` in architecture.md's Schema table.
     fn documented(table: &str) -> String {
