@@ -105,15 +105,7 @@ impl Cluster {
 
     /// Issues a key on the cluster's database with `args` (`--plan pro`, say).
     pub fn key(&self, server: &Path, args: &[&str]) -> Result<String> {
-        let out = Command::new(server)
-            .args(["--database-url", &self.database_url, "keys", "create"])
-            .args(args)
-            .output()
-            .context("could not run keys create")?;
-        if !out.status.success() {
-            bail!("keys create failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-        }
-        Ok(String::from_utf8(out.stdout).context("the key is not UTF-8")?.trim().to_owned())
+        cmd::issue_key(server, &self.database_url, args)
     }
 }
 

@@ -113,3 +113,18 @@ fn signal_exit_code(status: ExitStatus) -> ExitCode {
 fn signal_exit_code(_status: ExitStatus) -> ExitCode {
     ExitCode::FAILURE
 }
+
+/// Issues an API key with the server binary `server`'s `keys create ARGS` on the database
+/// `database_url`, and returns it.
+pub fn issue_key(server: &Path, database_url: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(server)
+        .env_clear()
+        .args(["--database-url", database_url, "keys", "create"])
+        .args(args)
+        .output()
+        .context("could not run keys create")?;
+    if !out.status.success() {
+        bail!("keys create failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8(out.stdout).context("the key is not UTF-8")?.trim().to_owned())
+}

@@ -8,7 +8,7 @@
 //! scheme and refuses the request with 401 when no live key was found. Missing, malformed,
 //! unknown, revoked and other-environment keys are all the same 401.
 
-use animal_store_domain::{ApiKey, KeyService, RepositoryError};
+use animal_store_domain::{ApiKey, KeyService, PresentedKey, RepositoryError};
 use poem::Request;
 use poem::http::HeaderMap;
 use poem::http::header::AUTHORIZATION;
@@ -43,14 +43,17 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Looks up the key `token` in the key store: the live key, or `None` for any key that is
-/// not one (missing, malformed, unknown, revoked, expired, of another environment).
+/// Looks the key `presented` up in the key store: the live key, or `None` for any key that
+/// is not one (unknown, revoked, expired).
 ///
 /// # Errors
 ///
 /// 503 `service_unavailable` (or 500) when the key store cannot be read.
-pub async fn look_up(keys: &KeyService, token: &str) -> Result<Option<ApiKey>, ApiError> {
-    Ok(keys.authenticate(token).await?)
+pub async fn look_up(
+    keys: &KeyService,
+    presented: &PresentedKey,
+) -> Result<Option<ApiKey>, ApiError> {
+    Ok(keys.look_up(presented).await?)
 }
 
 /// Lets the live `key` act for the admitted request: records it in the request and notes

@@ -62,6 +62,16 @@ pub enum RotateKeyError {
     Repository(#[from] RepositoryError),
 }
 
+/// What [`KeyService::recognise`] tells of a presented key.
+#[derive(Debug)]
+pub enum Recognised {
+    /// Known without a lookup: the live key, or `None` for a key that is not one (malformed,
+    /// of the other environment, or a cached miss).
+    Known(Option<ApiKey>),
+    /// Only a lookup can tell ([`KeyService::look_up`]).
+    ToLookUp(PresentedKey),
+}
+
 /// Issuing, listing, revoking, rotating and checking API keys.
 #[derive(Clone)]
 pub struct KeyService {
@@ -193,37 +203,36 @@ impl KeyService {
             .ok_or_else(|| RevokeKeyError::NotFound(id.clone()))
     }
 
-    /// The live key of this environment that `presented` is, if any. Malformed, unknown,
-    /// revoked, expired, rotated-out and other-environment keys are all simply `None`: the
-    /// caller must not be able to tell them apart.
+    /// What can be told of the key `presented` without reading the key store: a key that
+    /// cannot be one of this service's is known not to be live, and a key the store has at
+    /// hand (a cached lookup) is known either way; any other needs [`Self::look_up`], which
+    /// gets it parsed and digested once already.
+    pub async fn recognise(&self, presented: &str) -> Recognised {
+        let Some(presented) = PresentedKey::parse(presented) else {
+            return Recognised::Known(None);
+        };
+        if presented.environment != self.environment {
+            return Recognised::Known(None);
+        }
+        match self.keys.find_at_hand(&presented.digest).await {
+            Some(key) => Recognised::Known(key.filter(|key| self.is_live(key, &presented))),
+            None => Recognised::ToLookUp(presented),
+        }
+    }
+
+    /// The live key of this environment that `presented` is, read from the key store.
+    /// Unknown, revoked, expired and rotated-out keys are all simply `None`: the caller must
+    /// not be able to tell them apart.
     ///
     /// # Errors
     ///
     /// [`RepositoryError`] when the store cannot be read.
-    pub async fn authenticate(&self, presented: &str) -> Result<Option<ApiKey>, RepositoryError> {
-        let Some(presented) = PresentedKey::parse(presented) else {
-            return Ok(None);
-        };
-        if presented.environment != self.environment {
-            return Ok(None);
-        }
+    pub async fn look_up(
+        &self,
+        presented: &PresentedKey,
+    ) -> Result<Option<ApiKey>, RepositoryError> {
         let key = self.keys.find_by_digest(&presented.digest).await?;
-        Ok(key.filter(|key| self.is_live(key, &presented)))
-    }
-
-    /// What [`Self::authenticate`] would answer for `presented`, when it can tell without
-    /// reading the key store: a key that cannot be one of this service's is known not to be
-    /// live, and a key the store has at hand (a cached lookup) is known either way. `None`
-    /// when only a lookup can tell.
-    pub async fn authenticate_at_hand(&self, presented: &str) -> Option<Option<ApiKey>> {
-        let Some(presented) = PresentedKey::parse(presented) else {
-            return Some(None);
-        };
-        if presented.environment != self.environment {
-            return Some(None);
-        }
-        let key = self.keys.find_at_hand(&presented.digest).await?;
-        Some(key.filter(|key| self.is_live(key, &presented)))
+        Ok(key.filter(|key| self.is_live(key, presented)))
     }
 
     /// Whether `key`, found by the digest of `presented`, is that key and works now.

@@ -41,7 +41,7 @@ pub mod service;
 
 pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
-    KeyNameError,
+    KeyNameError, PresentedKey,
 };
 pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use idempotency::{
@@ -49,7 +49,7 @@ pub use idempotency::{
     IdempotentWrite, KeyReused, RenderOrder, RenderPet, StoredResponse,
 };
 pub use idempotency_service::{Answer, Claim, IdempotencyRefusal, IdempotencyService};
-pub use keys::{IssuedKey, KeyService, RevokeKeyError, RotateKeyError, RotatedKey};
+pub use keys::{IssuedKey, KeyService, Recognised, RevokeKeyError, RotateKeyError, RotatedKey};
 pub use listing::{Listing, Page};
 pub use name_rule::{NameRuleError, check_name};
 pub use order::{

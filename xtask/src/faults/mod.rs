@@ -15,22 +15,23 @@
 //! clients of an address would exceed within a second if their requests counted against
 //! it; `cargo xtask ci` runs it.
 
+mod report;
 mod stage;
 mod traffic;
 
 use std::ffi::OsString;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::cmd;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
+use report::{Row, table, write_docs};
 use stage::{Launch, Relay, Service, SmallDisk};
-use traffic::{Client, Outcome, Seen, Traffic};
+use traffic::{Client, Seen, Traffic};
 
 /// How long a client may take to see a 2xx again once a fault has ended.
 const RECOVERY: Duration = Duration::from_secs(5);
@@ -40,9 +41,6 @@ const FULL_SECS: u64 = 90;
 const SHORT_SECS: u64 = 5;
 /// How late the slow PostgreSQL answers.
 const SLOW: Duration = Duration::from_secs(2);
-
-const BEGIN: &str = "<!-- xtask faults: begin -->";
-const END: &str = "<!-- xtask faults: end -->";
 
 /// A fault the matrix knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,10 +292,30 @@ async fn one(
     let launch = Launch { binary: binary.to_owned(), database_url, port, dir, flags };
     let unlimited = ["--plan", "enterprise", "--per-minute", "1000000", "--per-day", "100000000"];
     let clients = vec![
-        client("direct-enterprise", Service::issue_key(&launch, &unlimited)?, false, false),
-        client("direct-pro", Service::issue_key(&launch, &["--plan", "pro"])?, true, false),
-        client("proxied-enterprise", Service::issue_key(&launch, &unlimited)?, false, true),
-        client("proxied-pro", Service::issue_key(&launch, &["--plan", "pro"])?, true, true),
+        client(
+            "direct-enterprise",
+            cmd::issue_key(binary, &launch.database_url, &unlimited)?,
+            false,
+            false,
+        ),
+        client(
+            "direct-pro",
+            cmd::issue_key(binary, &launch.database_url, &["--plan", "pro"])?,
+            true,
+            false,
+        ),
+        client(
+            "proxied-enterprise",
+            cmd::issue_key(binary, &launch.database_url, &unlimited)?,
+            false,
+            true,
+        ),
+        client(
+            "proxied-pro",
+            cmd::issue_key(binary, &launch.database_url, &["--plan", "pro"])?,
+            true,
+            true,
+        ),
     ];
     let mut service = Service::start(launch)?;
     let base = service.base();
@@ -433,144 +451,6 @@ async fn after(traffic: Traffic, ended: Instant) -> Vec<Seen> {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     traffic.stop().await
-}
-
-/// What one fault did to the clients.
-struct Row {
-    fault: Fault,
-    held: Duration,
-    requests: usize,
-    succeeded: usize,
-    unavailable: usize,
-    errors: usize,
-    limited: usize,
-    broken: Vec<String>,
-    without_retry_after: usize,
-    acknowledged: usize,
-    lost: usize,
-    recovery: Option<Duration>,
-}
-
-impl Row {
-    fn judge(
-        fault: Fault,
-        held: Duration,
-        clients: &[Client],
-        seen: &[Seen],
-        stored: &std::collections::BTreeMap<i64, String>,
-        ended: Instant,
-        down: &[(Instant, Instant)],
-    ) -> Self {
-        let mut row = Self {
-            fault,
-            held,
-            requests: seen.len(),
-            succeeded: 0,
-            unavailable: 0,
-            errors: 0,
-            limited: 0,
-            broken: Vec::new(),
-            without_retry_after: 0,
-            acknowledged: 0,
-            lost: 0,
-            recovery: None,
-        };
-        let mut first_after = vec![None; clients.len()];
-        for one in seen {
-            match &one.outcome {
-                Outcome::Answer { status, retry_after, added } => {
-                    match status {
-                        200..=299 => {
-                            row.succeeded += 1;
-                            if one.at >= ended && first_after[one.client].is_none() {
-                                first_after[one.client] = Some(one.at - ended);
-                            }
-                        }
-                        503 => {
-                            row.unavailable += 1;
-                            row.without_retry_after += usize::from(!retry_after);
-                        }
-                        429 => row.limited += 1,
-                        500..=599 => row.errors += 1,
-                        _ => {}
-                    }
-                    if let Some((id, name)) = added {
-                        row.acknowledged += 1;
-                        row.lost += usize::from(stored.get(id) != Some(name));
-                    }
-                }
-                Outcome::Broken(error) => {
-                    let while_down = down.iter().any(|(from, to)| (*from..=*to).contains(&one.at));
-                    if !while_down {
-                        row.broken.push(format!("{}: {error}", clients[one.client].name));
-                    }
-                }
-            }
-        }
-        row.recovery = first_after
-            .into_iter()
-            .collect::<Option<Vec<_>>>()
-            .and_then(|all| all.into_iter().max());
-        row
-    }
-
-    fn passed(&self) -> bool {
-        self.errors == 0
-            && self.limited == 0
-            && self.broken.is_empty()
-            && self.without_retry_after == 0
-            && self.lost == 0
-            && self.recovery.is_some_and(|recovery| recovery <= RECOVERY)
-    }
-}
-
-fn table(rows: &[Row]) -> String {
-    let mut table = String::from(
-        "| fault | held | requests | 2xx | 503 | 500 | 429 under quota | broken | 503 without Retry-After | writes acknowledged | lost | first 2xx after the end | verdict |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-    );
-    for row in rows {
-        let recovery =
-            row.recovery.map_or_else(|| "none".to_owned(), |d| format!("{:.2} s", d.as_secs_f64()));
-        let _ = writeln!(
-            table,
-            "| {} | {:.0} s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            row.fault.name(),
-            row.held.as_secs_f64(),
-            row.requests,
-            row.succeeded,
-            row.unavailable,
-            row.errors,
-            row.limited,
-            row.broken.len(),
-            row.without_retry_after,
-            row.acknowledged,
-            row.lost,
-            recovery,
-            if row.passed() { "pass" } else { "FAIL" },
-        );
-    }
-    for row in rows {
-        for broken in row.broken.iter().take(3) {
-            let _ = writeln!(table, "\n{}: broken: {broken}", row.fault.name());
-        }
-    }
-    table
-}
-
-fn write_docs(root: &Path, table: &str) -> Result<()> {
-    let path = root.join("docs/operations.md");
-    let doc =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let Some((before, rest)) = doc.split_once(BEGIN) else {
-        bail!("docs/operations.md has no faults markers");
-    };
-    let (_, after) = rest.split_once(END).context("docs/operations.md has no end marker")?;
-    let section = format!(
-        "{BEGIN}\nMeasured by `cargo xtask faults` against the release binary, each fault held {FULL_SECS} s:\n\n{table}{END}"
-    );
-    std::fs::write(&path, format!("{before}{section}{after}"))?;
-    println!("written to docs/operations.md");
-    Ok(())
 }
 
 #[cfg(test)]

@@ -225,20 +225,6 @@ impl Service {
         self.child.as_mut().is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
-    /// Issues a key for this service's database with `keys create ARGS`.
-    pub fn issue_key(launch: &Launch, args: &[&str]) -> Result<String> {
-        let out = Command::new(&launch.binary)
-            .env_clear()
-            .args(["--database-url", &launch.database_url, "keys", "create"])
-            .args(args)
-            .output()
-            .context("could not run keys create")?;
-        if !out.status.success() {
-            bail!("keys create failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    }
-
     fn last_log_line(&self) -> String {
         let log = self.launch.dir.join(format!("server-{}.log", self.started));
         fs::read_to_string(log)

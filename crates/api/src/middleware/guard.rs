@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{ApiKey, Decision, INQUIRY_QUOTA, Subject, Verdict};
+use animal_store_domain::{ApiKey, Decision, INQUIRY_QUOTA, Recognised, Subject, Verdict};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
@@ -114,8 +114,8 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
         let decision = state.limiter.check(&address, per_address).await;
         return Decided::of(Ok(None), &address, decision);
     };
-    let key = match state.keys.authenticate_at_hand(token).await {
-        Some(Some(key)) => {
+    let key = match state.keys.recognise(token).await {
+        Recognised::Known(Some(key)) => {
             // Only looked at: a live key spends nothing of its address's quota.
             let guessing = state.limiter.peek(&address, per_address).await;
             if !guessing.is_admitted() {
@@ -123,24 +123,24 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
             }
             key
         }
-        Some(None) => {
+        Recognised::Known(None) => {
             let decision = state.limiter.check(&address, per_address).await;
             return Decided::of(Ok(None), &address, decision);
         }
-        None => {
+        Recognised::ToLookUp(presented) => {
             let slot = state.limiter.check(&address, per_address).await;
             if !slot.is_admitted() {
                 return Decided::of(Ok(None), &address, slot);
             }
-            match auth::look_up(&state.keys, token).await {
+            match auth::look_up(&state.keys, &presented).await {
                 Ok(Some(key)) => {
                     state.limiter.give_back(&address, &slot).await;
                     key
                 }
                 Ok(None) => return Decided::of(Ok(None), &address, slot),
                 Err(err) => {
-                    // Not a guess: the address keeps its slot, and the request is counted
-                    // against nothing.
+                    // Not a guess: the address gets its slot back, and the request is
+                    // counted against nothing.
                     state.limiter.give_back(&address, &slot).await;
                     return Decided::of(Err(err), &address, slot.as_it_stands());
                 }
