@@ -244,7 +244,7 @@ impl KeyService {
     }
 
     /// Records that `key` authenticated a request now, at most once per
-    /// [`Self::LAST_USED_RESOLUTION`]. Separate from [`Self::authenticate`] so that a caller
+    /// [`Self::LAST_USED_RESOLUTION`]. Separate from [`Self::look_up`] so that a caller
     /// can let the request go on when only this bookkeeping fails.
     ///
     /// # Errors
