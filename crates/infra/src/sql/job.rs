@@ -1,125 +1,125 @@
-//! The pieces of work the writer runs: each caller's share of a transaction (see
-//! [`writer`](super::writer)), and how its caller gets its output back.
+//! What the stores hand the writer (see [`writer`](super::writer)): additions of pets, which
+//! the pets' statements merge per batch (see [`additions`](super::additions)), and any other
+//! statements, run one job after the other.
 
-use animal_store_domain::{
-    IdempotencyRecord, IdempotentWrite, NewPet, Pet, PetId, RepositoryError,
-};
+use animal_store_domain::{Idempotent, IdempotentWrite, NewPet, Pet, RenderPet, RepositoryError};
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
-use thiserror::Error;
-use tokio::sync::oneshot;
 
-/// Where a caller waits for its output.
-pub(super) type Reply<T> = oneshot::Sender<Result<T, RepositoryError>>;
+use super::additions::{Addition, add_all};
+use super::writer::{self, JobMisused, Reply, Work, reply};
 
-/// Answers a caller once the transaction has ended: with its output when `outcome` is `Ok`
-/// (the transaction committed), with the error otherwise. The caller may have hung up; what
-/// committed stays committed all the same.
-pub(super) fn answer<T>(reply: Reply<T>, output: Option<T>, outcome: Result<(), RepositoryError>) {
-    let answer =
-        outcome.and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
-    let _ = reply.send(answer);
-}
+/// The writer of a database, running its stores' jobs.
+pub(super) type Writer = writer::Writer<Job>;
 
 /// One caller's share of a transaction.
+pub(super) enum Job {
+    /// Adding a pet, with or without an idempotency key (boxed as the other jobs are: the
+    /// queue holds jobs by value).
+    Add(Box<Addition>),
+    /// Any other statements.
+    Statements(Box<dyn Statements>),
+}
+
+/// Statements a caller runs in a transaction, and the output it waits for.
 #[async_trait]
-pub(super) trait Job: Send {
-    /// Runs the caller's statements inside the transaction.
+pub(super) trait Statements: Send {
+    /// Runs the statements.
     async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr>;
 
-    /// Answers the caller once the transaction has ended: with its output when `outcome`
-    /// is `Ok` (the transaction committed), with the error otherwise.
-    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>);
-
-    /// The pet this job adds, when adding it (and storing its idempotency record) is all the
-    /// job does and it has not run: the writer adds the pets of a batch together (see
-    /// `batch.rs`), then hands each job its id with [`Job::added`].
-    fn pet(&self) -> Option<&NewPet> {
-        None
-    }
-
-    /// Records the id the batch's statements gave this job's pet; the job has run then.
-    fn added(&mut self, _id: PetId) {}
-
-    /// The key of this job, when it adds a pet under an idempotency key and has not run.
-    fn keyed(&self) -> Option<&IdempotentWrite> {
-        None
-    }
-
-    /// The record this job stores, once its pet has an id: the batch's statements claim its
-    /// key with it.
-    fn record(&self) -> Option<&IdempotencyRecord> {
-        None
-    }
-
-    /// Records that another write claimed this job's key first, with this record: the job
-    /// adds nothing and answers it.
-    fn found(&mut self, _record: IdempotencyRecord) {}
-
-    /// Takes this job out of the batch's merged statements: it runs on its own, after them
-    /// (its key is another job's of the same batch, whose record it must then find).
-    fn run_alone(&mut self) {}
-}
-
-/// Adding one pet: work the writer can merge with the other additions of its batch.
-pub(super) struct AddPet {
-    pet: Option<NewPet>,
-    output: Option<Pet>,
-    reply: Reply<Pet>,
-}
-
-impl AddPet {
-    pub(super) fn new(pet: NewPet, reply: Reply<Pet>) -> Self {
-        Self { pet: Some(pet), output: None, reply }
-    }
+    /// Answers the caller (see [`Work::finish`]).
+    fn finish(self: Box<Self>, outcome: Result<(), RepositoryError>);
 }
 
 #[async_trait]
-impl Job for AddPet {
-    async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
-        if let Some(pet) = self.pet.take() {
-            self.output = Some(super::pets::insert(txn, pet).await?);
+impl Work for Job {
+    /// Adds the batch's pets first, then runs the other jobs in order: no other job can
+    /// depend on a pet of its own batch, whose id its caller learns after the commit.
+    async fn run(txn: &DatabaseTransaction, batch: &mut [Self]) -> Result<(), DbErr> {
+        let additions = batch
+            .iter_mut()
+            .filter_map(|job| match job {
+                Job::Add(addition) => Some(&mut **addition),
+                Job::Statements(_) => None,
+            })
+            .collect();
+        add_all(txn, additions).await?;
+        for job in batch {
+            if let Job::Statements(statements) = job {
+                statements.run(txn).await?;
+            }
         }
         Ok(())
     }
 
-    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
-        let Self { output, reply, .. } = *self;
-        answer(reply, output, outcome);
-    }
-
-    fn pet(&self) -> Option<&NewPet> {
-        self.pet.as_ref()
-    }
-
-    fn added(&mut self, id: PetId) {
-        if let Some(pet) = self.pet.take() {
-            self.output = Some(Pet::from_new(id, pet));
+    fn finish(self, outcome: Result<(), RepositoryError>) {
+        match self {
+            Job::Add(addition) => addition.finish(outcome),
+            Job::Statements(statements) => statements.finish(outcome),
         }
     }
 }
 
-/// A piece of work [`Writer::write`](super::writer::Writer::write) was given.
-pub(super) struct Pending<T, F> {
+impl Writer {
+    /// Runs `work` inside a write transaction, possibly beside other callers' work, and
+    /// returns its output once the transaction has committed.
+    ///
+    /// `work` must leave every decision in its output, never in an error: an `Err` from it,
+    /// or from any statement, undoes the whole transaction, other callers' work included.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit; nothing of `work` is stored
+    /// then.
+    pub(super) async fn write<T, F>(&self, work: F) -> Result<T, RepositoryError>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>>
+            + Send
+            + 'static,
+    {
+        self.submit(|reply| {
+            Job::Statements(Box::new(Pending { work: Some(work), output: None, reply }))
+        })
+        .await
+    }
+
+    /// Adds `pet` and returns it with its id once the transaction has committed. The pets
+    /// added by one transaction share their statements.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit; the pet is not stored then.
+    pub(super) async fn add_pet(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
+        self.submit(|reply| Job::Add(Box::new(Addition::plain(pet, reply)))).await
+    }
+
+    /// Adds `pet` under `write`'s key, unless the key has an unexpired record, which it
+    /// returns instead; the record stores the response `render` gives.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit; nothing is stored then.
+    pub(super) async fn add_keyed_pet(
+        &self,
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+    ) -> Result<Idempotent<Pet>, RepositoryError> {
+        self.submit(|reply| Job::Add(Box::new(Addition::keyed(write, pet, render, reply)))).await
+    }
+}
+
+/// The statements [`Writer::write`] was given, until they run.
+struct Pending<T, F> {
     work: Option<F>,
     output: Option<T>,
     reply: Reply<T>,
 }
 
-impl<T, F> Pending<T, F> {
-    pub(super) fn new(work: F, reply: Reply<T>) -> Self {
-        Self { work: Some(work), output: None, reply }
-    }
-}
-
-/// A job whose work ran twice, or whose output went missing: a bug of the writer's.
-#[derive(Debug, Error)]
-#[error("a write job was run twice or answered before it ran")]
-pub(super) struct JobMisused;
-
 #[async_trait]
-impl<T, F> Job for Pending<T, F>
+impl<T, F> Statements for Pending<T, F>
 where
     T: Send + 'static,
     F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>> + Send + 'static,
@@ -130,8 +130,8 @@ where
         Ok(())
     }
 
-    fn answer(self: Box<Self>, outcome: Result<(), RepositoryError>) {
-        let Self { output, reply, .. } = *self;
-        answer(reply, output, outcome);
+    fn finish(self: Box<Self>, outcome: Result<(), RepositoryError>) {
+        let Self { output, reply: to, .. } = *self;
+        reply(to, output, outcome);
     }
 }

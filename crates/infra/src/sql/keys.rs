@@ -16,8 +16,8 @@ use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOr
 
 use super::corrupt;
 use super::entity::api_key;
+use super::job::Writer;
 use super::reachability::Reads;
-use super::writer::Writer;
 
 /// API keys in an SQL database.
 #[derive(Clone)]

@@ -17,21 +17,23 @@
 //! queued writes together (group commit) and replaces its connection after any failure. See
 //! `writer.rs` for the invariant that keeps an acknowledged write stored.
 
-mod batch;
-mod claim;
+mod additions;
 mod connector;
 mod entity;
 mod failure;
 mod idempotency;
+mod insert;
 mod job;
 mod keys;
 mod migration;
 mod orders;
 mod outage;
+mod pet_rows;
 mod pets;
 mod pg_readers;
 mod reachability;
 mod reader_threads;
+mod records;
 mod writer;
 
 use std::sync::Arc;
@@ -50,11 +52,12 @@ pub use writer::MAX_BATCH;
 
 use connector::{Connector, owner_only_file};
 use failure::{FailureKind, corrupt};
+use job::Writer;
 use pets::PetReaders;
 use pg_readers::PgReaders;
 use reachability::{Reachability, Reads};
 use reader_threads::ReaderThreads;
-use writer::{Writer, WriterThread};
+use writer::WriterThread;
 
 /// Which database server a [`Database`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

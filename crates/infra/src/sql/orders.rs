@@ -26,8 +26,9 @@ use sea_orm::{
 use super::corrupt;
 use super::entity::{order, pet};
 use super::failure::in_write;
+use super::insert::insert_one;
+use super::job::Writer;
 use super::reachability::Reads;
-use super::writer::Writer;
 
 /// Orders in an SQL database. Cheap to clone: clones share the readers and the writer.
 #[derive(Clone)]
@@ -85,16 +86,7 @@ pub(super) async fn place(
         created_at: Set(order.at),
         updated_at: Set(order.at),
     };
-    let insert = order::Entity::insert(row);
-    let id = match txn.get_database_backend() {
-        // A plain INSERT and SQLite's last row id, as for pets (see `pets.rs`).
-        DbBackend::Sqlite => {
-            let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
-            i64::try_from(done.last_insert_id())
-                .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?
-        }
-        _ => insert.exec(txn).await?.last_insert_id,
-    };
+    let id = insert_one(txn, order::Entity::insert(row).into_query()).await?;
     Ok(Ok(order.placed(OrderId::new(id))))
 }
 

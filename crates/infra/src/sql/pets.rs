@@ -5,32 +5,24 @@
 //! [`pg_readers`](super::pg_readers)). Inserts go through the database's writer (see
 //! [`writer`](super::writer)), which commits many of them in one transaction under load.
 //!
-//! On SQLite a row is inserted by a plain `INSERT`, run to its end, and its id read from
-//! SQLite's last row id. sea-orm's `exec` would ask for the id with `INSERT ... RETURNING`
-//! (its feature `sqlite-use-returning-for-3_35` reaches this build through
-//! sea-orm-migration), streaming the row back from the driver's worker thread, and with
-//! `ActiveModel::insert` through a fetch that leaves the statement open, which on SQLite
-//! blocks WAL checkpoints for good and lets the WAL grow without bound. `tests/sqlite.rs`
-//! checks the bound (and fails, at 64 MiB, when checkpoints are disabled).
+//! How a pet maps to its row, and the statements that add pets, are in
+//! [`pet_rows`](super::pet_rows).
 
 use std::sync::Arc;
 
-use animal_store_domain::{
-    CategoryId, NewPet, Pet, PetId, PetName, PetRepository, PetStatus, RepositoryError,
-};
+use animal_store_domain::{NewPet, Pet, PetId, PetRepository, PetStatus, RepositoryError};
 use async_trait::async_trait;
-use sea_orm::sea_query::InsertStatement;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
-    FromQueryResult, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set, Statement,
+    ColumnTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait,
 };
 
-use super::corrupt;
 use super::entity::pet;
+use super::job::Writer;
+use super::pet_rows::{from_sync_row, to_pet};
 use super::pg_readers::PgReaders;
 use super::reachability::Reads;
 use super::reader_threads::ReaderThreads;
-use super::writer::Writer;
 
 /// Pets in an SQL database. Cheap to clone: clones share the readers and the writer.
 #[derive(Clone)]
@@ -73,101 +65,6 @@ impl SeaOrmPetRepository {
     }
 }
 
-// The mappings below name every field, on both sides and without `..`: a field added to
-// `NewPet`, `Pet` or the row does not compile until it is mapped here.
-
-fn to_row(pet: &NewPet) -> pet::ActiveModel {
-    let NewPet { name, category_id, status } = pet;
-    pet::ActiveModel {
-        id: NotSet,
-        name: Set(name.as_str().to_owned()),
-        category_id: Set(category_id.get()),
-        status: Set(status.as_str().to_owned()),
-    }
-}
-
-/// Inserts `pets` into SQLite with one statement and returns their ids, in order: the rows
-/// of one `INSERT` get consecutive row ids, the last one SQLite's last row id.
-pub(super) async fn insert_sqlite_rows(
-    txn: &DatabaseTransaction,
-    pets: &[&NewPet],
-) -> Result<Vec<PetId>, DbErr> {
-    let insert = pet::Entity::insert_many(pets.iter().map(|pet| to_row(pet)));
-    let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
-    let count = u64::try_from(pets.len()).unwrap_or(u64::MAX);
-    let last = i64::try_from(done.last_insert_id()).ok();
-    match (done.rows_affected() == count, last) {
-        (true, Some(last)) => {
-            let first = last - i64::try_from(count).unwrap_or(i64::MAX) + 1;
-            Ok((first..=last).map(PetId::new).collect())
-        }
-        _ => Err(DbErr::Custom(format!(
-            "inserting {count} pets reported {} rows, the last id {last:?}",
-            done.rows_affected()
-        ))),
-    }
-}
-
-/// Takes `count` ids from the pets' sequence on PostgreSQL.
-pub(super) async fn take_postgres_ids(
-    txn: &DatabaseTransaction,
-    count: usize,
-) -> Result<Vec<PetId>, DbErr> {
-    // The sequence is looked up once per statement, not once per id: the lookup reads the
-    // catalog, and cost more than taking the ids.
-    let statement = Statement::from_sql_and_values(
-        DbBackend::Postgres,
-        "WITH pets_sequence AS MATERIALIZED \
-             (SELECT pg_get_serial_sequence('pets', 'id')::regclass AS name) \
-         SELECT nextval(pets_sequence.name) AS id FROM pets_sequence, generate_series(1, $1)",
-        [i32::try_from(count).unwrap_or(i32::MAX).into()],
-    );
-    let rows = txn.query_all_raw(statement).await?;
-    let ids: Vec<PetId> = rows
-        .iter()
-        .map(|row| row.try_get::<i64>("", "id").map(PetId::new))
-        .collect::<Result<_, _>>()?;
-    if ids.len() == count {
-        Ok(ids)
-    } else {
-        Err(DbErr::Custom(format!("asked the sequence for {count} pet ids, got {}", ids.len())))
-    }
-}
-
-/// The statement that inserts `pets`, whose ids are taken already, on PostgreSQL: the rows
-/// of [`to_row`] with their ids, so that its columns and values cannot part.
-pub(super) fn postgres_rows(pets: &[Pet]) -> InsertStatement {
-    let rows = pets.iter().map(|pet| {
-        let Pet { id, name, category_id, status } = pet.clone();
-        pet::ActiveModel { id: Set(id.get()), ..to_row(&NewPet { name, category_id, status }) }
-    });
-    pet::Entity::insert_many(rows).into_query()
-}
-
-pub(super) async fn insert(txn: &DatabaseTransaction, pet: NewPet) -> Result<Pet, DbErr> {
-    let insert = pet::Entity::insert(to_row(&pet));
-    let id = match txn.get_database_backend() {
-        // See the module's documentation.
-        DbBackend::Sqlite => {
-            let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
-            i64::try_from(done.last_insert_id())
-                .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?
-        }
-        _ => insert.exec(txn).await?.last_insert_id,
-    };
-    Ok(Pet::from_new(PetId::new(id), pet))
-}
-
-fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
-    let pet::Model { id, name, category_id, status } = row;
-    Ok(Pet {
-        id: PetId::new(*id),
-        name: PetName::stored(name).map_err(|e| corrupt("pets", e))?,
-        category_id: CategoryId::new(*category_id).map_err(|e| corrupt("pets", e))?,
-        status: status.parse::<PetStatus>().map_err(|e| corrupt("pets", e))?,
-    })
-}
-
 /// Runs `query` on SQLite's reader threads, each row as a [`pet::Model`].
 async fn read_on_threads(
     threads: &ReaderThreads,
@@ -182,16 +79,6 @@ async fn read_on_threads(
             connection.query_all_raw(statement)?.iter().map(from_sync_row).collect()
         })
         .await
-}
-
-/// A row the reader threads read: the columns of [`pet::Model`], by name.
-fn from_sync_row(row: &sea_orm_sync::QueryResult) -> Result<pet::Model, sea_orm_sync::DbErr> {
-    Ok(pet::Model {
-        id: row.try_get("", "id")?,
-        name: row.try_get("", "name")?,
-        category_id: row.try_get("", "category_id")?,
-        status: row.try_get("", "status")?,
-    })
 }
 
 /// The query of a page: `count` pets after `after`, of `status` if given, by id.

@@ -1,11 +1,15 @@
 //! The single writer: every write to a database runs on one thread that owns one connection.
 //!
-//! Callers hand the writer a piece of work (statements to run inside a transaction) and wait.
-//! The writer takes everything queued, up to [`MAX_BATCH`] pieces, runs them in one
-//! transaction and commits once (group commit): under load many writes share one durable
-//! sync; alone, a write is committed at once. Each caller gets its own output back after the
-//! commit, or the error that undid the whole transaction. Because the writer runs on its own,
-//! a client that hangs up cannot interrupt a transaction halfway.
+//! Callers hand the writer a job and wait. The writer takes everything queued, up to
+//! [`MAX_BATCH`] jobs, runs them in one transaction and commits once (group commit): under
+//! load many writes share one durable sync; alone, a write is committed at once. Each caller
+//! gets its own output back after the commit, or the error that undid the whole transaction.
+//! Because the writer runs on its own, a client that hangs up cannot interrupt a transaction
+//! halfway.
+//!
+//! The writer knows transactions, not what they write: it runs any [`Work`], a batch at a
+//! time. What the stores write, and how the jobs of one batch share statements, is
+//! [`job`](super::job)'s business.
 //!
 //! The writer's thread has a runtime of its own. Every statement of a transaction is a round
 //! trip to the database, and the next one waits for its reply: on the service's runtime, the
@@ -28,8 +32,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::{NewPet, Pet, RepositoryError};
-use futures_util::future::BoxFuture;
+use animal_store_domain::RepositoryError;
+use async_trait::async_trait;
 use sea_orm::{
     DatabaseConnection, DatabaseTransaction, DbErr, IsolationLevel, SqliteTransactionMode,
     TransactionOptions, TransactionTrait,
@@ -37,7 +41,6 @@ use sea_orm::{
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
 
-use super::job::{AddPet, Job, Pending, Reply};
 use super::outage::Outage;
 use super::reachability::Reachability;
 use super::{Backend, Connector, FailureKind};
@@ -49,11 +52,46 @@ const QUEUE_DEPTH: usize = 1024;
 /// How long closing a failed connection may take before it is dropped unclosed.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// What the writer runs: each caller's share of a transaction, and how it gets its output.
+#[async_trait]
+pub(super) trait Work: Send + Sized + 'static {
+    /// Runs the statements of `batch`, the jobs of one transaction in the order they were
+    /// queued. An error undoes the whole transaction: a job must leave every decision in its
+    /// output, never in an error.
+    async fn run(txn: &DatabaseTransaction, batch: &mut [Self]) -> Result<(), DbErr>;
+
+    /// Answers the caller once the transaction has ended: with its output when `outcome` is
+    /// `Ok` (the transaction committed), with the error otherwise.
+    fn finish(self, outcome: Result<(), RepositoryError>);
+}
+
+/// Where a caller waits for its output.
+pub(super) type Reply<T> = oneshot::Sender<Result<T, RepositoryError>>;
+
+/// Answers a caller once the transaction has ended: with its `output` when `outcome` is
+/// `Ok`, with the error otherwise. The caller may have hung up; what committed stays
+/// committed all the same.
+pub(super) fn reply<T>(reply: Reply<T>, output: Option<T>, outcome: Result<(), RepositoryError>) {
+    let answer =
+        outcome.and_then(|()| output.ok_or_else(|| RepositoryError::Backend(Box::new(JobMisused))));
+    let _ = reply.send(answer);
+}
+
+/// A job whose work ran twice, or that was answered before it ran: a bug of the writer's.
+#[derive(Debug, Error)]
+#[error("a write job was run twice or answered before it ran")]
+pub(super) struct JobMisused;
+
 /// A handle on the writer. Cheap to clone: clones share the writer's thread.
-#[derive(Clone)]
-pub(super) struct Writer {
-    queue: mpsc::Sender<Box<dyn Job>>,
+pub(super) struct Writer<W> {
+    queue: mpsc::Sender<W>,
     reachability: Arc<Reachability>,
+}
+
+impl<W> Clone for Writer<W> {
+    fn clone(&self) -> Self {
+        Self { queue: self.queue.clone(), reachability: Arc::clone(&self.reachability) }
+    }
 }
 
 /// The writer is gone: the database is closing.
@@ -72,7 +110,7 @@ struct Shared(Arc<RepositoryError>);
 #[error(transparent)]
 struct TransactionFailed(Arc<DbErr>);
 
-impl Writer {
+impl<W: Work> Writer<W> {
     /// Starts the writer's thread, which opens its connection with `connector` when it first
     /// needs one. The writer runs until `stop` fires (or is dropped), then commits what is
     /// already queued, closes its connection and ends; work that arrives later is refused.
@@ -108,40 +146,10 @@ impl Writer {
         Ok((Self { queue, reachability }, WriterThread(end)))
     }
 
-    /// Runs `work` inside a write transaction, possibly beside other callers' work, and
-    /// returns its output once the transaction has committed.
-    ///
-    /// `work` must leave every decision in its output, never in an error: an `Err` from it,
-    /// or from any statement, undoes the whole transaction, other callers' work included.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the transaction did not commit; nothing of `work` is stored
-    /// then.
-    pub(super) async fn write<T, F>(&self, work: F) -> Result<T, RepositoryError>
-    where
-        T: Send + 'static,
-        F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>>
-            + Send
-            + 'static,
-    {
-        self.submit(|reply| Box::new(Pending::new(work, reply))).await
-    }
-
-    /// Adds `pet` and returns it with its id once the transaction has committed. On SQLite
-    /// the pets added by one transaction are inserted by one statement.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the transaction did not commit; the pet is not stored then.
-    pub(super) async fn add_pet(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        self.submit(|reply| Box::new(AddPet::new(pet, reply))).await
-    }
-
     /// Queues the job `make` builds around the caller's reply, and waits for the reply.
     pub(super) async fn submit<T>(
         &self,
-        make: impl FnOnce(Reply<T>) -> Box<dyn Job>,
+        make: impl FnOnce(Reply<T>) -> W,
     ) -> Result<T, RepositoryError> {
         self.reachability.check()?;
         let (reply, answer) = oneshot::channel();
@@ -170,9 +178,9 @@ impl WriterThread {
     }
 }
 
-async fn run(
+async fn run<W: Work>(
     mut connection: Connection,
-    mut queued: mpsc::Receiver<Box<dyn Job>>,
+    mut queued: mpsc::Receiver<W>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -209,12 +217,12 @@ struct Connection {
 
 impl Connection {
     /// Runs `batch` in one transaction and answers every caller in it.
-    async fn commit(&mut self, batch: &mut Vec<Box<dyn Job>>) {
+    async fn commit<W: Work>(&mut self, batch: &mut Vec<W>) {
         if let Err(unreachable) = self.reachability.check() {
             let unreachable = Arc::new(unreachable);
             for job in batch.drain(..) {
                 let cause = Arc::clone(&unreachable);
-                job.answer(Err(RepositoryError::Unavailable(Box::new(Shared(cause)))));
+                job.finish(Err(RepositoryError::Unavailable(Box::new(Shared(cause)))));
             }
             return;
         }
@@ -224,7 +232,7 @@ impl Connection {
             Ok(()) => {
                 self.outage.passed();
                 for job in batch.drain(..) {
-                    job.answer(Ok(()));
+                    job.finish(Ok(()));
                 }
             }
             Err(err) => {
@@ -236,30 +244,24 @@ impl Connection {
                 let failure = FailureKind::of(&err);
                 let err = Arc::new(err);
                 for job in batch.drain(..) {
-                    job.answer(Err(failure.with_source(TransactionFailed(Arc::clone(&err)))));
+                    job.finish(Err(failure.with_source(TransactionFailed(Arc::clone(&err)))));
                 }
             }
         }
     }
 
-    async fn transaction(&mut self, batch: &mut [Box<dyn Job>]) -> Result<(), DbErr> {
+    async fn transaction<W: Work>(&mut self, batch: &mut [W]) -> Result<(), DbErr> {
         let backend = self.connector.backend();
         let pool = match &mut self.pool {
             Some(pool) => pool,
             empty => empty.insert(self.connector.open_writer().await?),
         };
         let txn = pool.begin_with_options(transaction_options(backend)).await?;
-        if let Err(err) = super::batch::add_pets(&txn, backend, batch).await {
+        if let Err(err) = W::run(&txn, batch).await {
+            // The connection is discarded next; rolling back first only frees the database
+            // sooner.
             let _ = txn.rollback().await;
             return Err(err);
-        }
-        for job in batch.iter_mut() {
-            if let Err(err) = job.run(&txn).await {
-                // The connection is discarded next; rolling back first only frees the
-                // database sooner.
-                let _ = txn.rollback().await;
-                return Err(err);
-            }
         }
         txn.commit().await
     }

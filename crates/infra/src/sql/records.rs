@@ -1,17 +1,88 @@
-//! Claiming idempotency keys: many records inserted by one statement, each in place of an
-//! expired record of its key, and what another write claimed before.
+//! The rows of the idempotency records' table, and the statements that write them inside the
+//! writer's transactions: claiming keys (many records inserted by one statement, each in
+//! place of an expired record of its key, and what another write claimed before), filling a
+//! claimed record in, and freeing a key.
 
 use std::collections::HashMap;
 
-use animal_store_domain::IdempotencyRecord;
+use animal_store_domain::{
+    Fingerprint, IdempotencyKey, IdempotencyRecord, IdempotentWrite, KeyId, RepositoryError,
+    StoredResponse,
+};
 use sea_orm::sea_query::{
     CommonTableExpression, Expr, ExprTrait as _, InsertStatement, OnConflict, Query, WithClause,
 };
-use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
+};
 
 use super::entity::idempotency_key as record;
-use super::failure::in_write;
-use super::idempotency::{any_key, to_record};
+use super::failure::{corrupt, in_write};
+
+/// The record a row holds.
+pub(super) fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
+    let record::Model { owner, key, fingerprint, status, body, location, created_at } = row;
+    let fingerprint: [u8; 32] = fingerprint
+        .try_into()
+        .map_err(|_| corrupt("idempotency_keys", "a fingerprint of another length"))?;
+    Ok(IdempotencyRecord {
+        owner: KeyId::new(&owner).map_err(|e| corrupt("idempotency_keys", e))?,
+        key: IdempotencyKey::new(&key).map_err(|e| corrupt("idempotency_keys", e))?,
+        fingerprint: Fingerprint::from_bytes(fingerprint),
+        response: StoredResponse {
+            status: u16::try_from(status).map_err(|e| corrupt("idempotency_keys", e))?,
+            body,
+            location,
+        },
+        created_at,
+    })
+}
+
+/// The record of `owner`'s `key`.
+pub(super) fn the_key(owner: &str, key: &str) -> Condition {
+    Condition::all().add(record::Column::Owner.eq(owner)).add(record::Column::Key.eq(key))
+}
+
+/// The records of any of `keys` (owner, key).
+pub(super) fn any_key<'k>(keys: impl IntoIterator<Item = (&'k str, &'k str)>) -> Condition {
+    keys.into_iter().fold(Condition::any(), |any, (owner, key)| any.add(the_key(owner, key)))
+}
+
+/// In `txn`: claims `write`'s key with a record to fill in later (see [`fill`]), or returns
+/// its unexpired record.
+pub(super) async fn claim(
+    txn: &DatabaseTransaction,
+    write: &IdempotentWrite,
+) -> Result<Option<IdempotencyRecord>, DbErr> {
+    let unfilled = StoredResponse { status: 0, body: String::new(), location: None };
+    let placeholder = IdempotencyRecord::of(write.clone(), unfilled);
+    Ok(claim_all(txn, &[&placeholder], None).await?.pop().flatten())
+}
+
+/// In `txn`: fills the claimed record of `write` in with `response`.
+pub(super) async fn fill(
+    txn: &DatabaseTransaction,
+    write: &IdempotentWrite,
+    response: StoredResponse,
+) -> Result<(), DbErr> {
+    record::Entity::update_many()
+        .col_expr(record::Column::Status, Expr::value(i32::from(response.status)))
+        .col_expr(record::Column::Body, Expr::value(response.body))
+        .col_expr(record::Column::Location, Expr::value(response.location))
+        .filter(the_key(write.owner.as_str(), write.key.as_str()))
+        .exec(txn)
+        .await
+        .map(drop)
+}
+
+/// In `txn`: frees the key `write` claimed, with its record.
+pub(super) async fn free(txn: &DatabaseTransaction, write: &IdempotentWrite) -> Result<(), DbErr> {
+    record::Entity::delete_many()
+        .filter(the_key(write.owner.as_str(), write.key.as_str()))
+        .exec(txn)
+        .await
+        .map(drop)
+}
 
 /// In `txn`: claims the keys of `records` by inserting them, each in place of an expired
 /// record of its key, and returns, for each of `records` in order, the record of its key

@@ -1,0 +1,230 @@
+//! Adding pets, with or without an idempotency key: the additions of one batch of the writer
+//! (see [`writer`](super::writer)) merged into a few statements.
+//!
+//! Under load most jobs of a batch add one pet. Run one after the other, each would cost the
+//! writer a round trip per statement; here they share two:
+//!
+//! - SQLite: one `INSERT` adds every pet (the rows of one statement get consecutive row ids),
+//!   then one statement claims the keys with their complete records
+//!   ([`claim_all`](super::records::claim_all)). A key another write claimed first (a retry)
+//!   is rare: its pet is deleted again, in the same transaction, and the addition answers the
+//!   key's record instead.
+//! - PostgreSQL: one query takes the pets' ids from the table's sequence, then one statement
+//!   adds every pet and claims the keys with their complete records (the pets' `INSERT` in a
+//!   data-modifying `WITH`, one round trip for both). The pet of a key claimed before is
+//!   deleted again, as on SQLite.
+//!
+//! A key held by two additions of one batch is claimed by the first; the other is added on
+//! its own, after the merged statements, and finds the first one's record. A batch whose
+//! only addition is a plain one adds it on its own: one statement either way.
+
+use std::collections::HashSet;
+
+use animal_store_domain::{
+    IdempotencyRecord, Idempotent, IdempotentWrite, NewPet, Pet, PetId, RenderPet,
+};
+use sea_orm::sea_query::InsertStatement;
+use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr};
+
+use super::pet_rows;
+use super::records::{claim, claim_all, fill};
+use super::writer::{JobMisused, Reply, reply};
+
+/// Adding one pet: a caller's share of a transaction.
+pub(super) struct Addition {
+    /// The pet to add, until it is added.
+    pet: Option<NewPet>,
+    /// The key it is added under, if any.
+    keyed: Option<Keyed>,
+    /// What it did, once it ran.
+    output: Option<Idempotent<Pet>>,
+    caller: Caller,
+}
+
+/// An addition's idempotency key, and how its response renders for the key's record.
+struct Keyed {
+    write: IdempotentWrite,
+    /// Taken when the pet is added.
+    render: Option<RenderPet>,
+}
+
+/// Where an addition's caller waits.
+enum Caller {
+    Plain(Reply<Pet>),
+    Keyed(Reply<Idempotent<Pet>>),
+}
+
+impl Addition {
+    /// Adding `pet`.
+    pub(super) fn plain(pet: NewPet, reply: Reply<Pet>) -> Self {
+        Self { pet: Some(pet), keyed: None, output: None, caller: Caller::Plain(reply) }
+    }
+
+    /// Adding `pet` under `write`'s key, unless the key has an unexpired record: its response
+    /// rendered by `render` and stored with it.
+    pub(super) fn keyed(
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+        reply: Reply<Idempotent<Pet>>,
+    ) -> Self {
+        Self {
+            pet: Some(pet),
+            keyed: Some(Keyed { write, render: Some(render) }),
+            output: None,
+            caller: Caller::Keyed(reply),
+        }
+    }
+
+    /// Answers the caller once the transaction has ended (see
+    /// [`Work::finish`](super::writer::Work::finish)).
+    pub(super) fn finish(self, outcome: Result<(), animal_store_domain::RepositoryError>) {
+        let Self { output, caller, .. } = self;
+        match caller {
+            Caller::Keyed(to) => reply(to, output, outcome),
+            // A plain addition always adds its pet.
+            Caller::Plain(to) => {
+                let pet = output.and_then(|done| match done {
+                    Idempotent::Done(pet) => Some(pet),
+                    Idempotent::Before(_) => None,
+                });
+                reply(to, pet, outcome);
+            }
+        }
+    }
+
+    /// The pet to add.
+    fn new_pet(&self) -> Result<&NewPet, DbErr> {
+        self.pet.as_ref().ok_or_else(misused)
+    }
+
+    /// Records the id the batch's statement gave the pet, and returns the record to claim
+    /// its key with, if it has one.
+    fn added(&mut self, id: PetId) -> Result<Option<IdempotencyRecord>, DbErr> {
+        let pet = Pet::from_new(id, self.pet.take().ok_or_else(misused)?);
+        let record = match &mut self.keyed {
+            Some(Keyed { write, render }) => {
+                let render = render.take().ok_or_else(misused)?;
+                Some(IdempotencyRecord::of(write.clone(), render(&pet)))
+            }
+            None => None,
+        };
+        self.output = Some(Idempotent::Done(pet));
+        Ok(record)
+    }
+
+    /// The pet added, once it is.
+    fn pet_added(&self) -> Result<&Pet, DbErr> {
+        match &self.output {
+            Some(Idempotent::Done(pet)) => Ok(pet),
+            _ => Err(misused()),
+        }
+    }
+
+    /// Adds the pet on its own, with its own statements.
+    async fn add_alone(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
+        let new = self.pet.take().ok_or_else(misused)?;
+        let Some(Keyed { write, render }) = &mut self.keyed else {
+            self.output = Some(Idempotent::Done(pet_rows::insert(txn, new).await?));
+            return Ok(());
+        };
+        if let Some(record) = claim(txn, write).await? {
+            self.output = Some(Idempotent::Before(record));
+            return Ok(());
+        }
+        let pet = pet_rows::insert(txn, new).await?;
+        let render = render.take().ok_or_else(misused)?;
+        fill(txn, write, render(&pet)).await?;
+        self.output = Some(Idempotent::Done(pet));
+        Ok(())
+    }
+}
+
+fn misused() -> DbErr {
+    DbErr::Custom(JobMisused.to_string())
+}
+
+/// In `txn`: adds the pets of `additions`, the additions of one batch in order, with their
+/// idempotency records; each has its output then.
+pub(super) async fn add_all(
+    txn: &DatabaseTransaction,
+    additions: Vec<&mut Addition>,
+) -> Result<(), DbErr> {
+    let (mut merged, alone) = first_of_each_key(additions);
+    let keyed = merged.iter().any(|addition| addition.keyed.is_some());
+    if merged.len() >= 2 || keyed {
+        match txn.get_database_backend() {
+            DbBackend::Postgres => postgres(txn, &mut merged).await?,
+            _ => sqlite(txn, &mut merged).await?,
+        }
+    } else {
+        for addition in merged {
+            addition.add_alone(txn).await?;
+        }
+    }
+    for addition in alone {
+        addition.add_alone(txn).await?;
+    }
+    Ok(())
+}
+
+/// Splits `additions` into those merged into the batch's statements and those added alone
+/// afterwards: the later additions under a key another addition of the batch holds.
+fn first_of_each_key(additions: Vec<&mut Addition>) -> (Vec<&mut Addition>, Vec<&mut Addition>) {
+    let mut held = HashSet::new();
+    additions.into_iter().partition(|addition| match &addition.keyed {
+        Some(Keyed { write, .. }) => {
+            held.insert((write.owner.as_str().to_owned(), write.key.as_str().to_owned()))
+        }
+        None => true,
+    })
+}
+
+async fn sqlite(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {
+    let new = merged.iter().map(|addition| addition.new_pet()).collect::<Result<Vec<_>, _>>()?;
+    let ids = pet_rows::insert_sqlite_rows(txn, &new).await?;
+    if ids.len() != merged.len() {
+        return Err(misused());
+    }
+    let records = added(merged, &ids)?;
+    claim_keys(txn, merged, &ids, &records, None).await
+}
+
+async fn postgres(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {
+    let ids = pet_rows::take_postgres_ids(txn, merged.len()).await?;
+    let records = added(merged, &ids)?;
+    let pets = merged.iter().map(|addition| addition.pet_added()).collect::<Result<Vec<_>, _>>()?;
+    let rows = pet_rows::postgres_rows(&pets);
+    claim_keys(txn, merged, &ids, &records, Some(rows)).await
+}
+
+/// Hands each of `merged` its id; returns their records, for those added under a key.
+fn added(
+    merged: &mut [&mut Addition],
+    ids: &[PetId],
+) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
+    merged.iter_mut().zip(ids).map(|(addition, &id)| addition.added(id)).collect()
+}
+
+/// Claims the keys of `records` (one for each of `merged`, whose pets have `ids`) with one
+/// statement, beside `alongside`. Every addition whose key was claimed before answers that
+/// record, and its pet is deleted again.
+async fn claim_keys(
+    txn: &DatabaseTransaction,
+    merged: &mut [&mut Addition],
+    ids: &[PetId],
+    records: &[Option<IdempotencyRecord>],
+    alongside: Option<InsertStatement>,
+) -> Result<(), DbErr> {
+    let keyed: Vec<usize> = (0..records.len()).filter(|&n| records[n].is_some()).collect();
+    let claiming: Vec<&IdempotencyRecord> = records.iter().flatten().collect();
+    let before = claim_all(txn, &claiming, alongside).await?;
+    let mut lost = Vec::new();
+    for (n, record) in keyed.into_iter().zip(before) {
+        if let Some(record) = record {
+            merged[n].output = Some(Idempotent::Before(record));
+            lost.push(ids[n]);
+        }
+    }
+    pet_rows::delete(txn, &lost).await
+}
