@@ -1,6 +1,6 @@
 //! What the layer of idempotent retries (`middleware/idempotency_keys.rs`) and the operations that
 //! honour an `Idempotency-Key` share (`docs/api.md#idempotent-retries`): the headers, the
-//! claim a keyed request runs with, and the replay of a stored response. Apart from both, so
+//! hold on its key a keyed request runs with, and the replay of a stored response. Apart from both, so
 //! that neither imports the other.
 
 use std::sync::Arc;
@@ -14,9 +14,9 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 /// The response header that marks a replay.
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
-/// The claim on its key a keyed request runs with; the operation stores its outcome under it.
+/// The hold on its key a keyed request runs with; the operation stores its outcome under it.
 #[derive(Debug, Clone)]
-pub struct KeyedWrite(pub Arc<animal_store_domain::Claim>);
+pub struct KeyedWrite(pub Arc<animal_store_domain::Hold>);
 
 /// The stored response, marked as a replay.
 pub fn replay(stored: StoredResponse) -> Response {

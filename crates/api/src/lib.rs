@@ -121,24 +121,39 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .at("/docs", get(make_sync(move |req| docs.respond(&req))))
         .nest("/", service);
 
-    // The layers, innermost first; middleware/mod.rs says why in this order.
+    // The layers, innermost first: the order is written here only. Each layer outside
+    // `catch_all_error` turns an error into a response itself before adding its headers, so
+    // that no response escapes without them.
     Route::new()
         .at(probes::PATHS[0], get(operators::livez))
         .at(probes::PATHS[1], get(operators::readyz))
         .at(telemetry::PATH, get(operators::serve_metrics))
         .nest("/v1", v1)
+        // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
         .around(middleware::idempotency_keys)
+        // Reads at most 16 KiB of a body before anything parses it.
         .around(middleware::body_limit)
+        // Errors raised by routing and extraction become the Error body.
         .catch_all_error(|err| async move { middleware::error_response(err) })
+        // 404 and 405 from the route table, with `Allow`, before poem's router.
         .around(middleware::allow_header)
+        // A panicking handler becomes a 500 Error body that the layers outside still mark.
         .with(CatchPanic::new().with_handler(middleware::panic_response))
+        // Inside the guard, so that its 503 keeps the rate-limit headers.
         .around(middleware::request_timeout)
+        // The key and the rate limits, outside the body limit: an over-limit request is
+        // refused before its body is read.
         .around(middleware::guard)
+        // Outside the guard, so that a deprecated operation's 401s and 429s are marked too.
         .around(middleware::lifecycle_headers)
-        // Boxed: the layers inside make a large future, best kept off the stack.
+        // Boxed: the layers inside make a large future, best kept off the stack. Outside the
+        // others, so that the request's log line sees every response.
         .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
+        // On every response, errors included.
         .around(middleware::nosniff)
+        // Outermost but one: every response's status and duration is counted.
         .around(middleware::record_metrics)
+        // Outermost: the route is looked up once, for every layer inside to read.
         .around(middleware::resolve_route)
         .data(Arc::new(routes))
         .data(Arc::new(telemetry::RequestMetrics::default()))

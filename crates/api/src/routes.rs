@@ -2,26 +2,57 @@
 //!
 //! The middleware needs to know, for a request path, which route it is (for logs), which
 //! methods the route has (for the `Allow` header of a 405, which poem does not send), and
-//! which operation a method reaches (to add a deprecated operation's headers even to the
-//! responses its handler never produced, such as a 401 or a 429). Reading all of this off the
-//! document means it cannot drift from the operations.
+//! what the operation a method reaches asks of the layers: how stable it is, its deprecation
+//! (whose headers go even on the responses its handler never produced, such as a 401 or a
+//! 429), whether it takes an `Idempotency-Key`, whether it is the rate-limit inquiry. All of
+//! it is read off the document once, at start, so that it cannot drift from the operations
+//! and no layer looks anything up per request.
 
 use std::sync::Arc;
 
 use poem::http::Method;
 use serde_json::Value;
 
+use crate::deprecation::Deprecation;
 use crate::idempotency::IDEMPOTENCY_KEY;
+use crate::rate_limit::GET_RATE_LIMIT;
 use crate::stability::Stability;
 
-/// One method of a route: the operation it reaches, if it is one, how stable that is, and
-/// whether it takes an `Idempotency-Key` (it declares the header).
+/// One method of a route: what the operation it reaches, if it is one, asks of the layers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct RouteMethod {
     method: Method,
-    operation: Option<String>,
     stability: Stability,
+    deprecation: Option<&'static Deprecation>,
+    /// It declares the `Idempotency-Key` header.
     takes_idempotency_key: bool,
+    /// It reads the caller's rate limit without spending it.
+    is_inquiry: bool,
+}
+
+impl RouteMethod {
+    /// A method that reaches no operation (the document itself, say).
+    fn plain(method: Method) -> Self {
+        Self {
+            method,
+            stability: Stability::Stable,
+            deprecation: None,
+            takes_idempotency_key: false,
+            is_inquiry: false,
+        }
+    }
+
+    /// The method `method` of the document's operation `op`.
+    fn of_operation(method: Method, op: &Value) -> Self {
+        let operation = op["operationId"].as_str();
+        Self {
+            method,
+            stability: op["x-stability"].as_str().and_then(Stability::named).unwrap_or_default(),
+            deprecation: operation.and_then(Deprecation::of),
+            takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
+            is_inquiry: operation == Some(GET_RATE_LIMIT),
+        }
+    }
 }
 
 /// One route: a path template and the operations on it.
@@ -67,14 +98,20 @@ impl RouteEntry {
         self.method(method).is_some()
     }
 
-    /// The id of the operation `method` reaches on this route; `HEAD` reaches `GET`'s.
-    pub fn operation(&self, method: &Method) -> Option<&str> {
-        self.method(method).and_then(|m| m.operation.as_deref())
-    }
-
     /// Whether the operation `method` reaches takes an `Idempotency-Key` header.
     pub fn takes_idempotency_key(&self, method: &Method) -> bool {
         self.method(method).is_some_and(|m| m.takes_idempotency_key)
+    }
+
+    /// The deprecation of the operation `method` reaches, if it is deprecated.
+    pub fn deprecation(&self, method: &Method) -> Option<&'static Deprecation> {
+        self.method(method).and_then(|m| m.deprecation)
+    }
+
+    /// Whether `method` reaches the rate-limit inquiry, which reads the caller's rate limit
+    /// without spending it.
+    pub fn is_inquiry(&self, method: &Method) -> bool {
+        self.method(method).is_some_and(|m| m.is_inquiry)
     }
 
     /// How stable the operation `method` reaches is; stable for what is not an operation.
@@ -113,15 +150,7 @@ impl RouteTable {
                     .filter_map(|(method, op)| {
                         let method =
                             Method::from_bytes(method.to_ascii_uppercase().as_bytes()).ok()?;
-                        Some(RouteMethod {
-                            method,
-                            operation: op["operationId"].as_str().map(str::to_owned),
-                            stability: op["x-stability"]
-                                .as_str()
-                                .and_then(Stability::named)
-                                .unwrap_or_default(),
-                            takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
-                        })
+                        Some(RouteMethod::of_operation(method, op))
                     })
                     .collect();
                 RouteEntry::new(format!("{prefix}{path}"), methods)
@@ -135,15 +164,7 @@ impl RouteTable {
     pub fn with_route(mut self, template: &str, methods: &[Method]) -> Self {
         self.routes.push(RouteEntry::new(
             template.to_owned(),
-            methods
-                .iter()
-                .map(|m| RouteMethod {
-                    method: m.clone(),
-                    operation: None,
-                    stability: Stability::Stable,
-                    takes_idempotency_key: false,
-                })
-                .collect(),
+            methods.iter().cloned().map(RouteMethod::plain).collect(),
         ));
         self
     }
@@ -155,7 +176,7 @@ impl RouteTable {
 }
 
 /// Whether the operation `op` of the document declares the request header `name`.
-fn declares_header(op: &Value, name: &str) -> bool {
+pub fn declares_header(op: &Value, name: &str) -> bool {
     op["parameters"].as_array().is_some_and(|parameters| {
         parameters.iter().any(|p| {
             p["in"] == "header" && p["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(name))
@@ -200,6 +221,7 @@ mod tests {
         let doc = json!({"paths": {
             "/pets": {"get": {"operationId": "listPets"}, "post": {"operationId": "createPet"}},
             "/pets/{petId}": {"get": {"operationId": "getPet"}},
+            "/rate-limit": {"get": {"operationId": "getRateLimit"}},
             "/store/orders": {"post": {
                 "operationId": "placeOrder",
                 "x-stability": "experimental",
@@ -215,9 +237,10 @@ mod tests {
         );
         let get_pet = find("/v1/pets/12").expect("a route");
         assert_eq!(get_pet.template(), "/v1/pets/{petId}");
-        assert_eq!(get_pet.operation(&Method::GET), Some("getPet"));
-        assert_eq!(get_pet.operation(&Method::HEAD), Some("getPet"));
-        assert_eq!(get_pet.operation(&Method::DELETE), None);
+        assert_eq!(get_pet.deprecation(&Method::GET), Some(&crate::deprecation::GET_PET));
+        assert_eq!(get_pet.deprecation(&Method::HEAD), Some(&crate::deprecation::GET_PET));
+        assert_eq!(get_pet.deprecation(&Method::DELETE), None);
+        assert!(!get_pet.allows(&Method::DELETE));
         assert_eq!(find("/v1/docs").as_ref().map(RouteEntry::allow).as_deref(), Some("GET, HEAD"));
         let orders = find("/v1/store/orders").expect("a route");
         assert_eq!(orders.stability(&Method::POST), Stability::Experimental);
@@ -225,6 +248,9 @@ mod tests {
         assert!(orders.takes_idempotency_key(&Method::POST));
         assert!(!get_pet.takes_idempotency_key(&Method::GET));
         assert_eq!(get_pet.stability(&Method::GET), Stability::Stable);
+        let inquiry = find("/v1/rate-limit").expect("a route");
+        assert!(inquiry.is_inquiry(&Method::GET) && !get_pet.is_inquiry(&Method::GET));
+        assert_eq!(find("/v1/pets").and_then(|pets| pets.deprecation(&Method::GET)), None);
         assert!(find("/v1/pets/").is_none());
         assert!(find("/v1/pets/1/2").is_none());
         assert!(find("/v2/pets").is_none());

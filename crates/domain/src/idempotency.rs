@@ -131,7 +131,7 @@ pub struct IdempotentWrite {
     /// The API key's line of rotations: keys are scoped to it.
     pub owner: KeyId,
     /// The client's key.
-    pub key: IdempotencyKey,
+    pub idempotency_key: IdempotencyKey,
     /// The request.
     pub fingerprint: Fingerprint,
     /// When it arrived, to the second.
@@ -144,7 +144,7 @@ pub struct IdempotencyRecord {
     /// Whose key it is.
     pub owner: KeyId,
     /// The key.
-    pub key: IdempotencyKey,
+    pub idempotency_key: IdempotencyKey,
     /// The first request's fingerprint.
     pub fingerprint: Fingerprint,
     /// The first request's response.
@@ -161,8 +161,8 @@ pub struct KeyReused;
 impl IdempotencyRecord {
     /// The record of `write`, answered with `response`.
     pub fn of(write: IdempotentWrite, response: StoredResponse) -> Self {
-        let IdempotentWrite { owner, key, fingerprint, at } = write;
-        Self { owner, key, fingerprint, response, created_at: at }
+        let IdempotentWrite { owner, idempotency_key, fingerprint, at } = write;
+        Self { owner, idempotency_key, fingerprint, response, created_at: at }
     }
 
     /// Whether it is past [`RETENTION`] at `now`: then it answers nothing.
@@ -181,14 +181,15 @@ impl IdempotencyRecord {
     }
 }
 
-/// What an idempotent write did: the work now, with the response stored for its retries, or
-/// nothing, because an unexpired record of the key was there.
+/// How a keyed write found its key in the store: unused, so the write did its work, stored
+/// with the record of its response; or used before, so it did nothing and returns the key's
+/// unexpired record.
 #[derive(Debug)]
-pub enum Idempotent<T> {
-    /// Done now; the record is stored with it.
-    Done(T),
-    /// Done before: the stored record, and nothing new.
-    Before(IdempotencyRecord),
+pub enum KeyUse<T> {
+    /// The key's first use: the work, done now; the record is stored with it.
+    First(T),
+    /// The key was used before: its stored record, and nothing new.
+    Again(IdempotencyRecord),
 }
 
 /// Renders the response of a created pet, inside the transaction that stores it.
@@ -234,7 +235,7 @@ mod tests {
         let fingerprint = Fingerprint::of("POST", "/v1/pets", b"{}");
         let write = IdempotentWrite {
             owner: KeyId::new("owner0000000").unwrap(),
-            key: IdempotencyKey::new("k1").unwrap(),
+            idempotency_key: IdempotencyKey::new("k1").unwrap(),
             fingerprint,
             at,
         };

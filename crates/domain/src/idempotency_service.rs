@@ -1,8 +1,8 @@
 //! The idempotent-retry use case: a keyed write runs, or repeats its key's first response,
 //! or is refused (`docs/api.md#idempotent-retries`).
 //!
-//! Within a process, a key is claimed while its request runs, so that a second request with
-//! it gets "in progress" rather than waiting or running twice. The store decides the rest in
+//! Within a process, a key is held while its request runs, so that a second request with it
+//! gets "in progress" rather than waiting or running twice. The store decides the rest in
 //! the write's own transaction, with no read before it: a key used before returns its record
 //! instead of doing the work, and of concurrent writes with one key across processes, one
 //! does the work (see [`IdempotencyStore`]).
@@ -14,8 +14,7 @@ use thiserror::Error;
 
 use crate::api_key::KeyId;
 use crate::idempotency::{
-    Fingerprint, IdempotencyKey, Idempotent, IdempotentWrite, RenderOrder, RenderPet,
-    StoredResponse,
+    Fingerprint, IdempotencyKey, IdempotentWrite, KeyUse, RenderOrder, RenderPet, StoredResponse,
 };
 use crate::order::{NewOrder, Order, PlaceOrderError};
 use crate::orders::to_the_second;
@@ -48,21 +47,21 @@ pub enum Answer<T> {
 
 /// A key held while its request runs; dropping it frees the key in this process.
 #[derive(Debug)]
-pub struct Claim {
+pub struct Hold {
     write: IdempotentWrite,
     running: Arc<Running>,
 }
 
-impl Claim {
+impl Hold {
     /// The write the request does, keyed.
     pub fn write(&self) -> &IdempotentWrite {
         &self.write
     }
 }
 
-impl Drop for Claim {
+impl Drop for Hold {
     fn drop(&mut self) {
-        self.running.release(&self.write.owner, &self.write.key);
+        self.running.release(&self.write.owner, &self.write.idempotency_key);
     }
 }
 
@@ -71,7 +70,7 @@ impl Drop for Claim {
 struct Running(Mutex<HashSet<(KeyId, IdempotencyKey)>>);
 
 impl Running {
-    fn claim(&self, owner: &KeyId, key: &IdempotencyKey) -> bool {
+    fn take(&self, owner: &KeyId, key: &IdempotencyKey) -> bool {
         let mut running = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         running.insert((owner.clone(), key.clone()))
     }
@@ -96,28 +95,28 @@ impl IdempotencyService {
         Self { store, clock, running: Arc::default() }
     }
 
-    /// Holds `key` for a request of `owner` with `fingerprint`, until the claim is dropped.
+    /// Holds `key` for a request of `owner` with `fingerprint`, until the hold is dropped.
     ///
     /// # Errors
     ///
     /// [`IdempotencyRefusal::InProgress`] when another request of this process holds the key.
-    pub fn begin(
+    pub fn hold(
         &self,
         owner: &KeyId,
         key: IdempotencyKey,
         fingerprint: Fingerprint,
-    ) -> Result<Claim, IdempotencyRefusal> {
-        if !self.running.claim(owner, &key) {
+    ) -> Result<Hold, IdempotencyRefusal> {
+        if !self.running.take(owner, &key) {
             return Err(IdempotencyRefusal::InProgress);
         }
         let at = to_the_second(self.clock.now());
-        Ok(Claim {
-            write: IdempotentWrite { owner: owner.clone(), key, fingerprint, at },
+        Ok(Hold {
+            write: IdempotentWrite { owner: owner.clone(), idempotency_key: key, fingerprint, at },
             running: Arc::clone(&self.running),
         })
     }
 
-    /// Adds `pet` under `claim`'s key, its response rendered by `render` and stored with it;
+    /// Adds `pet` under `hold`'s key, its response rendered by `render` and stored with it;
     /// or, when the key was used before, repeats the first response.
     ///
     /// # Errors
@@ -126,15 +125,15 @@ impl IdempotencyService {
     /// [`IdempotencyRefusal::Repository`] when the store fails (nothing is stored then).
     pub async fn create_pet(
         &self,
-        claim: &Claim,
+        hold: &Hold,
         pet: NewPet,
         render: RenderPet,
     ) -> Result<Answer<Pet>, IdempotencyRefusal> {
-        let done = self.store.create_pet(claim.write.clone(), pet, render).await?;
-        answer(claim, done)
+        let done = self.store.create_pet(hold.write.clone(), pet, render).await?;
+        to_answer(hold, done)
     }
 
-    /// Places `pet`'s order for `claim`'s owner under its key; the outcome, refusals of the
+    /// Places `pet`'s order for `hold`'s owner under its key; the outcome, refusals of the
     /// rules included, is rendered by `render` and stored with it. A key used before repeats
     /// the first response.
     ///
@@ -143,13 +142,13 @@ impl IdempotencyService {
     /// As [`IdempotencyService::create_pet`].
     pub async fn place_order(
         &self,
-        claim: &Claim,
+        hold: &Hold,
         pet: PetId,
         render: RenderOrder,
     ) -> Result<Answer<Result<Order, PlaceOrderError>>, IdempotencyRefusal> {
-        let order = NewOrder { pet_id: pet, owner: claim.write.owner.clone(), at: claim.write.at };
-        let done = self.store.place_order(claim.write.clone(), order, render).await?;
-        answer(claim, done)
+        let order = NewOrder { pet_id: pet, owner: hold.write.owner.clone(), at: hold.write.at };
+        let done = self.store.place_order(hold.write.clone(), order, render).await?;
+        to_answer(hold, done)
     }
 
     /// Removes the records older than the retention, a batch of at most `batch` at a time,
@@ -176,10 +175,10 @@ impl IdempotencyService {
 
 /// What a keyed write's outcome answers: the work, or the first response when the request
 /// is the same, or the refusal of a key used for another.
-fn answer<T>(claim: &Claim, done: Idempotent<T>) -> Result<Answer<T>, IdempotencyRefusal> {
+fn to_answer<T>(hold: &Hold, done: KeyUse<T>) -> Result<Answer<T>, IdempotencyRefusal> {
     match done {
-        Idempotent::Done(work) => Ok(Answer::Done(work)),
-        Idempotent::Before(record) => match record.replay(claim.write.fingerprint) {
+        KeyUse::First(work) => Ok(Answer::Done(work)),
+        KeyUse::Again(record) => match record.replay(hold.write.fingerprint) {
             Ok(response) => Ok(Answer::Replay(response.clone())),
             Err(_) => Err(IdempotencyRefusal::KeyReused),
         },

@@ -45,10 +45,10 @@ pub use api_key::{
 };
 pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use idempotency::{
-    Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, Idempotent,
-    IdempotentWrite, KeyReused, RenderOrder, RenderPet, StoredResponse,
+    Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, IdempotentWrite,
+    KeyReused, KeyUse, RenderOrder, RenderPet, StoredResponse,
 };
-pub use idempotency_service::{Answer, Claim, IdempotencyRefusal, IdempotencyService};
+pub use idempotency_service::{Answer, Hold, IdempotencyRefusal, IdempotencyService};
 pub use keys::{IssuedKey, KeyService, Recognised, RevokeKeyError, RotateKeyError, RotatedKey};
 pub use listing::{Listing, Page};
 pub use name_rule::{NameRuleError, check_name};

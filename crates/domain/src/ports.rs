@@ -10,9 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::api_key::{ApiKey, KeyDigest, KeyId};
-use crate::idempotency::{
-    IdempotencyKey, IdempotencyRecord, Idempotent, IdempotentWrite, RenderOrder, RenderPet,
-};
+use crate::idempotency::{IdempotentWrite, KeyUse, RenderOrder, RenderPet};
 use crate::order::{NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError};
 use crate::pet::{NewPet, Pet, PetId, PetStatus};
 
@@ -108,18 +106,6 @@ pub trait OrderRepository: Send + Sync + 'static {
 /// after any crash either both are stored or neither is.
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync + 'static {
-    /// `owner`'s record of `key`, unless there is none or it is expired at `now`.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store cannot be read.
-    async fn find(
-        &self,
-        owner: &KeyId,
-        key: &IdempotencyKey,
-        now: DateTime<Utc>,
-    ) -> Result<Option<IdempotencyRecord>, RepositoryError>;
-
     /// In one transaction: unless `write`'s key has an unexpired record, adds `pet` and
     /// stores the record of `write` with the response `render` gives for it; otherwise adds
     /// nothing and returns the record. Of concurrent calls with one key, one adds its pet.
@@ -132,7 +118,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         write: IdempotentWrite,
         pet: NewPet,
         render: RenderPet,
-    ) -> Result<Idempotent<Pet>, RepositoryError>;
+    ) -> Result<KeyUse<Pet>, RepositoryError>;
 
     /// [`IdempotencyStore::create_pet`] for placing an order: an order the rules refuse (its
     /// animal missing or not available) is recorded too, with the response `render` gives.
@@ -145,7 +131,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         write: IdempotentWrite,
         order: NewOrder,
         render: RenderOrder,
-    ) -> Result<Idempotent<Result<Order, PlaceOrderError>>, RepositoryError>;
+    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError>;
 
     /// Removes at most `batch` records created before `before`, and says how many it removed.
     ///

@@ -33,27 +33,27 @@ async fn a_running_key_is_refused_then_repeats_its_response() {
     let owner = KeyId::new("ownera000000").expect("a key id");
     let key = IdempotencyKey::new("k").expect("a key");
     let fingerprint = Fingerprint::of("POST", "/v1/pets", b"{}");
-    let claim = idempotency.begin(&owner, key.clone(), fingerprint).expect("a new key runs");
-    let second = idempotency.begin(&owner, key.clone(), fingerprint);
+    let hold = idempotency.hold(&owner, key.clone(), fingerprint).expect("a new key runs");
+    let second = idempotency.hold(&owner, key.clone(), fingerprint);
     assert!(matches!(second, Err(IdempotencyRefusal::InProgress)), "{second:?}");
     let other = KeyId::new("ownerb000000").expect("a key id");
-    assert!(idempotency.begin(&other, key.clone(), fingerprint).is_ok(), "another owner's key");
+    assert!(idempotency.hold(&other, key.clone(), fingerprint).is_ok(), "another owner's key");
 
     let response = StoredResponse { status: 201, body: "{\"id\":1}".to_owned(), location: None };
     let stored = response.clone();
-    let done = idempotency.create_pet(&claim, rex(), Box::new(move |_| stored)).await;
+    let done = idempotency.create_pet(&hold, rex(), Box::new(move |_| stored)).await;
     assert!(matches!(done, Ok(Answer::Done(_))), "{done:?}");
-    drop(claim);
+    drop(hold);
 
-    let again = idempotency.begin(&owner, key.clone(), fingerprint).expect("free again");
+    let again = idempotency.hold(&owner, key.clone(), fingerprint).expect("free again");
     let replay =
         idempotency.create_pet(&again, rex(), Box::new(|_| unreachable!("not rendered"))).await;
     assert!(matches!(replay, Ok(Answer::Replay(ref r)) if *r == response), "{replay:?}");
     drop(again);
     let other_request = Fingerprint::of("POST", "/v1/pets", b"[]");
-    let other_claim = idempotency.begin(&owner, key, other_request).expect("free again");
+    let other_hold = idempotency.hold(&owner, key, other_request).expect("free again");
     let refused = idempotency
-        .create_pet(&other_claim, rex(), Box::new(|_| unreachable!("not rendered")))
+        .create_pet(&other_hold, rex(), Box::new(|_| unreachable!("not rendered")))
         .await;
     assert!(matches!(refused, Err(IdempotencyRefusal::KeyReused)), "{refused:?}");
 }

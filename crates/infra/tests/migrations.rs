@@ -2,8 +2,8 @@
 //! of the service filled, on SQLite and PostgreSQL.
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, Fingerprint, IdempotencyKey, IdempotencyStore, Idempotent,
-    IdempotentWrite, KeyId, NewOrder, OrderRepository, PetStatus, Rotation, StoredResponse,
+    ApiKey, ApiKeyStore, Fingerprint, IdempotencyKey, IdempotencyStore, IdempotentWrite, KeyId,
+    KeyUse, NewOrder, OrderRepository, PetStatus, Rotation, StoredResponse,
 };
 use animal_store_domain::{ApiKeySecret, Environment, PetRepository, Plan};
 use animal_store_infra::Database;
@@ -159,7 +159,7 @@ async fn idempotency_keys_join_a_database_with_orders(url: &str) {
     let owner = KeyId::new("oldkey000001").expect("a key id");
     let write = IdempotentWrite {
         owner: owner.clone(),
-        key: IdempotencyKey::new("retry-1").expect("a key"),
+        idempotency_key: IdempotencyKey::new("retry-1").expect("a key"),
         fingerprint: Fingerprint::of("POST", "/v1/pets", b"{}"),
         at,
     };
@@ -168,15 +168,18 @@ async fn idempotency_keys_join_a_database_with_orders(url: &str) {
         category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
         status: PetStatus::Available,
     };
-    let render = Box::new(|_: &animal_store_domain::Pet| StoredResponse {
-        status: 201,
-        body: "{}".into(),
-        location: None,
-    });
-    let done =
-        db.idempotency().create_pet(write.clone(), pet, render).await.expect("a keyed write");
-    assert!(matches!(done, Idempotent::Done(_)));
-    assert!(db.idempotency().find(&owner, &write.key, at).await.expect("find").is_some());
+    // As the API's: the response names the pet it created.
+    let render = || {
+        Box::new(|pet: &animal_store_domain::Pet| StoredResponse {
+            status: 201,
+            body: format!("{{\"id\":{}}}", pet.id.get()),
+            location: None,
+        })
+    };
+    let done = db.idempotency().create_pet(write.clone(), pet.clone(), render()).await;
+    assert!(matches!(done.expect("a keyed write"), KeyUse::First(_)));
+    let retried = db.idempotency().create_pet(write, pet, render()).await;
+    assert!(matches!(retried.expect("a retry"), KeyUse::Again(_)), "the write is recorded");
     db.close().await;
 }
 
@@ -211,13 +214,31 @@ async fn the_sweep_needs_no_index_on_created_at(url: &str) {
     ];
     let db = upgraded(url, 5, &seed).await;
     let owner = KeyId::new("oldkey000001").expect("a key id");
-    let key = |k: &str| IdempotencyKey::new(k).expect("a key");
     let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).expect("an instant").to_utc();
     let now = at("2027-01-15T09:00:00Z");
-    assert!(db.idempotency().find(&owner, &key("kept"), now).await.expect("find").is_some());
     let swept = db.idempotency().sweep(at("2027-01-12T00:00:00Z"), 10).await.expect("sweep");
     assert_eq!(swept, 1, "the expired record goes");
-    assert!(db.idempotency().find(&owner, &key("kept"), now).await.expect("find").is_some());
+    let retry = {
+        let write = IdempotentWrite {
+            owner: owner.clone(),
+            idempotency_key: IdempotencyKey::new("kept").expect("a key"),
+            fingerprint: Fingerprint::from_bytes([0; 32]),
+            at: now,
+        };
+        let pet = animal_store_domain::NewPet {
+            name: animal_store_domain::PetName::new("Retried").expect("a name"),
+            category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+            status: PetStatus::Available,
+        };
+        let render = Box::new(|_: &animal_store_domain::Pet| StoredResponse {
+            status: 201,
+            body: "{}".into(),
+            location: None,
+        });
+        db.idempotency().create_pet(write, pet, render).await
+    };
+    let kept = retry.expect("a retry");
+    assert!(matches!(kept, KeyUse::Again(ref r) if r.response.body == "{}"), "{kept:?}");
     db.close().await;
 }
 

@@ -8,7 +8,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
 use crate::error::ApiError;
-use crate::rate_limit::{GET_RATE_LIMIT, KeyWindows};
+use crate::rate_limit::KeyWindows;
 use crate::state::AppState;
 use crate::telemetry::{self, Outcome};
 use crate::{auth, rate_limit};
@@ -167,10 +167,6 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
 
 /// Whether the request asks for the caller's own rate limit (`getRateLimit`).
 fn is_inquiry(req: &Request) -> bool {
-    super::resolved(req).is_some_and(|resolved| {
-        resolved
-            .route()
-            .and_then(|route| route.operation(req.method()))
-            .is_some_and(|operation| operation == GET_RATE_LIMIT)
-    })
+    super::resolved(req)
+        .is_some_and(|resolved| resolved.route().is_some_and(|r| r.is_inquiry(req.method())))
 }

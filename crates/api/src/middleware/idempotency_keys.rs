@@ -38,9 +38,9 @@ pub async fn idempotency_keys<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem
     };
     let body = req.extensions().get::<RawBody>().map(|body| body.0.clone()).unwrap_or_default();
     let fingerprint = Fingerprint::of(req.method().as_str(), req.uri().path(), &body);
-    match state.idempotency.begin(&owner, key, fingerprint) {
-        Ok(claim) => {
-            req.extensions_mut().insert(KeyedWrite(Arc::new(claim)));
+    match state.idempotency.hold(&owner, key, fingerprint) {
+        Ok(hold) => {
+            req.extensions_mut().insert(KeyedWrite(Arc::new(hold)));
             Ok(respond(ep.as_ref(), req).await)
         }
         Err(refusal) => Ok(ApiError::from(refusal).into_response()),

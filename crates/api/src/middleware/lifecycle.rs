@@ -8,7 +8,6 @@ use poem::http::HeaderName;
 use poem::{Endpoint, Request, Response};
 
 use super::{resolved, respond};
-use crate::deprecation::Deprecation;
 use crate::routes::Resolved;
 
 /// The header that says how far an operation may still change (`beta`, `experimental`).
@@ -19,8 +18,7 @@ pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
 pub async fn lifecycle_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let resolved = resolved(&req);
     let route = resolved.as_ref().and_then(Resolved::route);
-    let deprecation =
-        route.and_then(|route| route.operation(req.method())).and_then(Deprecation::of);
+    let deprecation = route.and_then(|route| route.deprecation(req.method()));
     let stability = route.and_then(|route| route.stability(req.method()).header());
     let mut response = respond(ep.as_ref(), req).await;
     if let Some(deprecation) = deprecation {

@@ -1,43 +1,36 @@
-//! The layers around the operations, innermost first:
+//! The layers around the operations. Their order is written once, in `app`
+//! (`crates/api/src/lib.rs`), with why each stands where it does; docs/architecture.md's
+//! "The request path" walks a request through them.
 //!
-//! - [`idempotency_keys`]: takes the `Idempotency-Key` of a `createPet` or `placeOrder`:
+//! - [`idempotency_keys`]: takes the `Idempotency-Key` of an operation that declares it:
 //!   refuses a malformed header or a key whose request still runs, or lets the operation
 //!   run holding the key (it stores its outcome, or repeats the key's first response).
 //! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!   `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
 //!   a key twice, for the operation to refuse.
-//! - `catch_all_error` ([`error_response`]): everything raised before or after a handler
-//!   (routing, extraction) becomes the Error body; an operation's own error responses pass.
-//! - [`allow_header`]: 404 and 405 from the route table, before poem's router, and the
-//!   `Allow` header RFC 9110 requires on a 405.
-//! - `CatchPanic` ([`panic_response`]): a panicking handler becomes a 500 Error body.
+//! - [`error_response`]: everything raised before or after a handler (routing, extraction)
+//!   becomes the Error body; an operation's own error responses pass.
+//! - [`allow_header`]: 404 and 405 from the route table, and the `Allow` header RFC 9110
+//!   requires on a 405.
+//! - [`panic_response`]: a panicking handler becomes a 500 Error body.
 //! - [`request_timeout`]: a request the layers inside do not answer in time gets 503.
 //! - [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
 //!   on every response (see `rate_limit`).
 //! - [`lifecycle_headers`]: the headers of a deprecated operation, and `API-Stability` of
-//!   a beta or experimental one, on all its responses, those of the layers inside included.
+//!   a beta or experimental one, on all its responses.
 //! - [`trace_request`]: a request id and one span and log line per request.
 //! - [`nosniff`]: `X-Content-Type-Options: nosniff` on every response.
 //! - [`record_metrics`]: the request's duration by method, route and status, and the
 //!   requests in flight.
 //! - [`resolve_route`]: looks the request's route up in the route table, once, and puts it
 //!   on the request for every layer inside.
-//! - `data`: puts the route table, the request metrics and the services (`AppState`) on
-//!   every request, for the layers and the operations inside to read.
-//!
-//! Each layer outside `catch_all_error` turns an error into a response itself before adding
-//! its headers, so that no response escapes without them. Other orders lose headers or the
-//! Error body: `guard` outside `body_limit` refuses an over-limit request before reading its
-//! body; `lifecycle_headers` outside `guard` marks `getPet`'s 401s and 429s too;
-//! `request_timeout` inside `guard` leaves its 503 the rate-limit headers; `trace_request`
-//! and `record_metrics` outermost see every response and its status.
 //!
 //! The layers learn a request's route from a route table read off the OpenAPI document
 //! (`routes.rs`), not from a list of their own, so that the routes and the document cannot
 //! drift apart.
 //!
 //! A new layer is a file here with one `async fn(Arc<E>, Request) -> poem::Result<Response>`,
-//! its place in the list above and in `app`, and one line in `app`.
+//! its line in the list above, and its line in `app`, with why it stands there.
 
 mod allow;
 mod body_limit;

@@ -13,7 +13,9 @@ use poem_openapi::{ContactObject, LicenseObject, OpenApiService, ServerObject};
 use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
+use crate::idempotency::IDEMPOTENCY_KEY;
 use crate::operations::{AccountApi, Operations, OrdersApi, PetsApi};
+use crate::routes::declares_header;
 use crate::stability::Stability;
 use crate::state::ApiConfig;
 
@@ -48,7 +50,7 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
         Value::Null
     });
     for operation in operations(&mut document) {
-        let operation_id = operation["operationId"].as_str().unwrap_or_default().to_owned();
+        let takes_idempotency_key = declares_header(operation, IDEMPOTENCY_KEY.as_str());
         let summary = operation["summary"].as_str().unwrap_or_default();
         let stability = Stability::of_summary(summary).0;
         operation["x-stability"] = json!(stability.as_str());
@@ -56,7 +58,7 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
         for response in responses(operation) {
             canonical_header_names(response);
             add_rate_limit_headers(response);
-            if matches!(operation_id.as_str(), "createPet" | "placeOrder") {
+            if takes_idempotency_key {
                 response["headers"]["Idempotent-Replayed"] = json!({
                     "description": "`true` on a response sent again to a retry with the same \
                                     `Idempotency-Key`; absent otherwise.",

@@ -165,8 +165,8 @@ impl OrdersApi {
         let pet = body.0.into_inner()?.into_pet_id(&context)?;
         let order = match request.extensions().get::<KeyedWrite>() {
             // The outcome, a refusal of the rules included, is stored for retries with the key.
-            Some(KeyedWrite(claim)) => {
-                match state.idempotency.place_order(claim, pet, Box::new(placed_response)).await? {
+            Some(KeyedWrite(hold)) => {
+                match state.idempotency.place_order(hold, pet, Box::new(placed_response)).await? {
                     Answer::Done(placed) => placed?,
                     Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
                 }

@@ -168,10 +168,10 @@ impl PetsApi {
         let new_pet = body.0.into_inner()?.into_new_pet(&context)?;
         let pet = match request.extensions().get::<KeyedWrite>() {
             // Stored with the outcome a retry with the same key gets again.
-            Some(KeyedWrite(claim)) => {
+            Some(KeyedWrite(hold)) => {
                 match state
                     .idempotency
-                    .create_pet(claim, new_pet, Box::new(created_response))
+                    .create_pet(hold, new_pet, Box::new(created_response))
                     .await?
                 {
                     Answer::Done(pet) => pet,

@@ -6,8 +6,8 @@ use chrono::{DateTime, Duration, TimeZone as _, Utc};
 use futures_util::future::join_all;
 
 use animal_store_domain::{
-    Fingerprint, IdempotencyKey, IdempotencyStore, Idempotent, IdempotentWrite, KeyId, NewOrder,
-    OrderRepository, PetRepository, PetStatus, PlaceOrderError, StoredResponse,
+    Fingerprint, IdempotencyKey, IdempotencyRecord, IdempotencyStore, IdempotentWrite, KeyId,
+    KeyUse, NewOrder, OrderRepository, PetRepository, PetStatus, PlaceOrderError, StoredResponse,
 };
 
 use super::new_pet;
@@ -29,7 +29,7 @@ fn at(seconds: i64) -> DateTime<Utc> {
 fn write(owner: &str, key: &str, body: &[u8], when: i64) -> IdempotentWrite {
     IdempotentWrite {
         owner: KeyId::new(owner).expect("a key id"),
-        key: IdempotencyKey::new(key).expect("a key"),
+        idempotency_key: IdempotencyKey::new(key).expect("a key"),
         fingerprint: Fingerprint::of("POST", "/v1/pets", body),
         at: at(when),
     }
@@ -43,6 +43,20 @@ fn created(id: i64) -> StoredResponse {
     }
 }
 
+/// What a client's retry of `write` finds: the key's record, when it has an unexpired one
+/// (the retry adds nothing then); `None` when the key is free (the retry adds a pet then).
+async fn retry(
+    records: &dyn IdempotencyStore,
+    write: IdempotentWrite,
+) -> Option<IdempotencyRecord> {
+    let pet = new_pet("Retried", 1, PetStatus::Available);
+    match records.create_pet(write, pet, Box::new(|pet| created(pet.id.get()))).await {
+        Ok(KeyUse::Again(record)) => Some(record),
+        Ok(KeyUse::First(_)) => None,
+        Err(err) => panic!("a retry: {err}"),
+    }
+}
+
 async fn count_pets(stores: &IdempotencyStores<'_>) -> usize {
     stores.pets.list(None, None, 10_000).await.expect("list").len()
 }
@@ -51,7 +65,6 @@ async fn count_pets(stores: &IdempotencyStores<'_>) -> usize {
 pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
     let records = stores.records;
     let first = write("ownera000000", "key-1", b"{\"name\":\"Rex\"}", 0);
-    assert!(records.find(&first.owner, &first.key, at(0)).await.expect("find").is_none());
 
     let done = records
         .create_pet(
@@ -61,14 +74,13 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
         )
         .await
         .expect("create");
-    let Idempotent::Done(pet) = done else { panic!("a new key does the work: {done:?}") };
+    let KeyUse::First(pet) = done else { panic!("a new key does the work: {done:?}") };
     assert_eq!(
         stores.pets.get(pet.id).await.expect("get").as_ref(),
         Some(&pet),
         "the pet is stored"
     );
-    let record =
-        records.find(&first.owner, &first.key, at(1)).await.expect("find").expect("the record");
+    let record = retry(records, write("ownera000000", "key-1", b"{}", 1)).await.expect("a record");
     assert_eq!(
         (record.fingerprint, &record.response, record.created_at),
         (first.fingerprint, &created(pet.id.get()), at(0))
@@ -85,7 +97,7 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
             )
             .await
             .expect("create");
-        assert!(matches!(&again, Idempotent::Before(found) if *found == record), "{again:?}");
+        assert!(matches!(&again, KeyUse::Again(found) if *found == record), "{again:?}");
     }
     assert_eq!(count_pets(stores).await, before, "a used key adds nothing");
 
@@ -98,10 +110,9 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
         )
         .await
         .expect("create");
-    assert!(matches!(other, Idempotent::Done(_)), "another owner's key is another key");
+    assert!(matches!(other, KeyUse::First(_)), "another owner's key is another key");
 
     // After a day the record answers nothing, and the key can be used again.
-    assert!(records.find(&first.owner, &first.key, at(86_400)).await.expect("find").is_none());
     let later = records
         .create_pet(
             write("ownera000000", "key-1", b"{}", 86_400),
@@ -110,9 +121,9 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
         )
         .await
         .expect("create");
-    let Idempotent::Done(later) = later else { panic!("an expired key does the work again") };
+    let KeyUse::First(later) = later else { panic!("an expired key does the work again") };
     let replaced =
-        records.find(&first.owner, &first.key, at(86_401)).await.expect("find").expect("a record");
+        retry(records, write("ownera000000", "key-1", b"{}", 86_401)).await.expect("a record");
     assert_eq!(replaced.response, created(later.id.get()));
 
     orders(stores).await;
@@ -137,11 +148,11 @@ async fn orders(stores: &IdempotencyStores<'_>) {
         )
         .await
         .expect("place");
-    assert!(matches!(placed, Idempotent::Done(Ok(_))), "{placed:?}");
+    assert!(matches!(placed, KeyUse::First(Ok(_))), "{placed:?}");
     let again = records
         .place_order(write("ownera000000", "order-1", b"{}", 101), order(), Box::new(|_| None))
         .await;
-    assert!(matches!(again.expect("place"), Idempotent::Before(_)));
+    assert!(matches!(again.expect("place"), KeyUse::Again(_)));
     assert_eq!(
         stores.orders.list(&owner, None, None, 100).await.expect("list").len(),
         1,
@@ -160,11 +171,8 @@ async fn orders(stores: &IdempotencyStores<'_>) {
         )
         .await
         .expect("place");
-    assert!(matches!(refused, Idempotent::Done(Err(PlaceOrderError::PetNotAvailable { .. }))));
-    let record = records
-        .find(&owner, &IdempotencyKey::new("order-2").expect("a key"), at(103))
-        .await
-        .expect("find");
+    assert!(matches!(refused, KeyUse::First(Err(PlaceOrderError::PetNotAvailable { .. }))));
+    let record = retry(records, write("ownera000000", "order-2", b"{}", 103)).await;
     assert_eq!(
         record.map(|r| r.response),
         Some(conflict),
@@ -174,11 +182,8 @@ async fn orders(stores: &IdempotencyStores<'_>) {
     let unkept = records
         .place_order(write("ownera000000", "order-3", b"{}", 104), order(), Box::new(|_| None))
         .await;
-    assert!(matches!(unkept.expect("place"), Idempotent::Done(Err(_))));
-    let record = records
-        .find(&owner, &IdempotencyKey::new("order-3").expect("a key"), at(105))
-        .await
-        .expect("find");
+    assert!(matches!(unkept.expect("place"), KeyUse::First(Err(_))));
+    let record = retry(records, write("ownera000000", "order-3", b"{}", 105)).await;
     assert!(record.is_none(), "an outcome the render does not keep leaves the key free");
 }
 
@@ -193,8 +198,8 @@ async fn one_key_at_once(stores: &IdempotencyStores<'_>) {
         )
     });
     let outcomes = join_all(attempts).await;
-    let done = outcomes.iter().filter(|o| matches!(o, Ok(Idempotent::Done(_)))).count();
-    let before_count = outcomes.iter().filter(|o| matches!(o, Ok(Idempotent::Before(_)))).count();
+    let done = outcomes.iter().filter(|o| matches!(o, Ok(KeyUse::First(_)))).count();
+    let before_count = outcomes.iter().filter(|o| matches!(o, Ok(KeyUse::Again(_)))).count();
     assert_eq!(
         (done, before_count),
         (1, 15),
@@ -224,7 +229,7 @@ async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
     let done: Vec<_> = outcomes
         .iter()
         .filter_map(|o| match o {
-            Ok(Idempotent::Done(pet)) => Some(pet.clone()),
+            Ok(KeyUse::First(pet)) => Some(pet.clone()),
             _ => None,
         })
         .collect();
@@ -232,10 +237,8 @@ async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
     assert_eq!(count_pets(stores).await, before + 16);
     for pet in &done {
         let key = pet.name.as_str().trim_start_matches("Pet ");
-        let owner = KeyId::new("ownere000000").expect("a key id");
-        let record =
-            stores.records.find(&owner, &IdempotencyKey::new(key).expect("a key"), at(302)).await;
-        let record = record.expect("find").expect("each key has its record");
+        let record = retry(stores.records, write("ownere000000", key, b"{}", 302)).await;
+        let record = record.expect("each key has its record");
         assert_eq!(record.response, created(pet.id.get()), "{key}: its record names its own pet");
         let kept = stores.pets.get(pet.id).await.expect("get");
         assert_eq!(kept.as_ref(), Some(pet), "{key}: its pet is stored, not another's removed");
@@ -252,7 +255,7 @@ async fn records_of(
         new_pet("Used", 1, PetStatus::Available),
         Box::new(render),
     );
-    assert!(matches!(done.await.expect("create"), Idempotent::Done(_)));
+    assert!(matches!(done.await.expect("create"), KeyUse::First(_)));
 }
 
 /// The sweep removes records created before its instant, at most a batch at a time.
@@ -290,11 +293,9 @@ async fn sweeping(stores: &IdempotencyStores<'_>) {
     }
     assert!(removed >= 5, "the old records are gone: {removed}");
     for i in 0..5 {
-        let key = IdempotencyKey::new(&format!("old-{i}")).expect("a key");
-        assert!(records.find(&fresh.owner, &key, at(1_010)).await.expect("find").is_none());
+        let old = write("ownerd000000", &format!("old-{i}"), b"{}", 1_010);
+        assert!(retry(records, old).await.is_none(), "old-{i} is free again, within its day");
     }
-    assert!(
-        records.find(&fresh.owner, &fresh.key, at(5_001)).await.expect("find").is_some(),
-        "a newer record stays"
-    );
+    let again = write("ownerd000000", "fresh", b"{}", 5_001);
+    assert!(retry(records, again).await.is_some(), "a newer record stays");
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use animal_store_domain::{
-    IdempotencyKey, IdempotencyRecord, IdempotencyStore, Idempotent, IdempotentWrite, KeyId,
-    NewOrder, NewPet, Order, Pet, PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
+    IdempotencyKey, IdempotencyRecord, IdempotencyStore, IdempotentWrite, KeyId, KeyUse, NewOrder,
+    NewPet, Order, Pet, PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -37,7 +37,7 @@ impl MemoryIdempotencyStore {
 
 /// The unexpired record of `write`'s key, taken out of `records` if it had expired.
 fn existing(records: &mut Records, write: &IdempotentWrite) -> Option<IdempotencyRecord> {
-    let id = (write.owner.clone(), write.key.clone());
+    let id = (write.owner.clone(), write.idempotency_key.clone());
     match records.get(&id) {
         Some(record) if record.is_expired(write.at) => {
             records.remove(&id);
@@ -49,31 +49,20 @@ fn existing(records: &mut Records, write: &IdempotentWrite) -> Option<Idempotenc
 
 #[async_trait]
 impl IdempotencyStore for MemoryIdempotencyStore {
-    async fn find(
-        &self,
-        owner: &KeyId,
-        key: &IdempotencyKey,
-        now: DateTime<Utc>,
-    ) -> Result<Option<IdempotencyRecord>, RepositoryError> {
-        let records = self.records();
-        let record = records.get(&(owner.clone(), key.clone()));
-        Ok(record.filter(|record| !record.is_expired(now)).cloned())
-    }
-
     async fn create_pet(
         &self,
         write: IdempotentWrite,
         pet: NewPet,
         render: RenderPet,
-    ) -> Result<Idempotent<Pet>, RepositoryError> {
+    ) -> Result<KeyUse<Pet>, RepositoryError> {
         let mut records = self.records();
         if let Some(record) = existing(&mut records, &write) {
-            return Ok(Idempotent::Before(record));
+            return Ok(KeyUse::Again(record));
         }
         let pet = self.pets.add(pet);
         let record = IdempotencyRecord::of(write, render(&pet));
-        records.insert((record.owner.clone(), record.key.clone()), record);
-        Ok(Idempotent::Done(pet))
+        records.insert((record.owner.clone(), record.idempotency_key.clone()), record);
+        Ok(KeyUse::First(pet))
     }
 
     async fn place_order(
@@ -81,17 +70,17 @@ impl IdempotencyStore for MemoryIdempotencyStore {
         write: IdempotentWrite,
         order: NewOrder,
         render: RenderOrder,
-    ) -> Result<Idempotent<Result<Order, PlaceOrderError>>, RepositoryError> {
+    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
         let mut records = self.records();
         if let Some(record) = existing(&mut records, &write) {
-            return Ok(Idempotent::Before(record));
+            return Ok(KeyUse::Again(record));
         }
         let placed = self.orders.add(order);
         if let Some(response) = render(&placed) {
             let record = IdempotencyRecord::of(write, response);
-            records.insert((record.owner.clone(), record.key.clone()), record);
+            records.insert((record.owner.clone(), record.idempotency_key.clone()), record);
         }
-        Ok(Idempotent::Done(placed))
+        Ok(KeyUse::First(placed))
     }
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {

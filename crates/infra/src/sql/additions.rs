@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 
 use animal_store_domain::{
-    IdempotencyRecord, Idempotent, IdempotentWrite, NewPet, Pet, PetId, RenderPet,
+    IdempotencyRecord, IdempotentWrite, KeyUse, NewPet, Pet, PetId, RenderPet,
 };
 use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr};
@@ -37,7 +37,7 @@ pub(super) struct Addition {
     /// The key it is added under, if any.
     keyed: Option<Keyed>,
     /// What it did, once it ran.
-    output: Option<Idempotent<Pet>>,
+    output: Option<KeyUse<Pet>>,
     caller: Caller,
 }
 
@@ -51,7 +51,7 @@ struct Keyed {
 /// Where an addition's caller waits.
 enum Caller {
     Plain(Reply<Pet>),
-    Keyed(Reply<Idempotent<Pet>>),
+    Keyed(Reply<KeyUse<Pet>>),
 }
 
 impl Addition {
@@ -66,7 +66,7 @@ impl Addition {
         write: IdempotentWrite,
         pet: NewPet,
         render: RenderPet,
-        reply: Reply<Idempotent<Pet>>,
+        reply: Reply<KeyUse<Pet>>,
     ) -> Self {
         Self {
             pet: Some(pet),
@@ -85,8 +85,8 @@ impl Addition {
             // A plain addition always adds its pet.
             Caller::Plain(to) => {
                 let pet = output.and_then(|done| match done {
-                    Idempotent::Done(pet) => Some(pet),
-                    Idempotent::Before(_) => None,
+                    KeyUse::First(pet) => Some(pet),
+                    KeyUse::Again(_) => None,
                 });
                 reply(to, pet, outcome);
             }
@@ -109,14 +109,14 @@ impl Addition {
             }
             None => None,
         };
-        self.output = Some(Idempotent::Done(pet));
+        self.output = Some(KeyUse::First(pet));
         Ok(record)
     }
 
     /// The pet added, once it is.
     fn pet_added(&self) -> Result<&Pet, DbErr> {
         match &self.output {
-            Some(Idempotent::Done(pet)) => Ok(pet),
+            Some(KeyUse::First(pet)) => Ok(pet),
             _ => Err(misused()),
         }
     }
@@ -125,17 +125,17 @@ impl Addition {
     async fn add_alone(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
         let new = self.pet.take().ok_or_else(misused)?;
         let Some(Keyed { write, render }) = &mut self.keyed else {
-            self.output = Some(Idempotent::Done(pet_rows::insert(txn, new).await?));
+            self.output = Some(KeyUse::First(pet_rows::insert(txn, new).await?));
             return Ok(());
         };
         if let Some(record) = claim(txn, write).await? {
-            self.output = Some(Idempotent::Before(record));
+            self.output = Some(KeyUse::Again(record));
             return Ok(());
         }
         let pet = pet_rows::insert(txn, new).await?;
         let render = render.take().ok_or_else(misused)?;
         fill(txn, write, render(&pet)).await?;
-        self.output = Some(Idempotent::Done(pet));
+        self.output = Some(KeyUse::First(pet));
         Ok(())
     }
 }
@@ -173,9 +173,8 @@ pub(super) async fn add_all(
 fn first_of_each_key(additions: Vec<&mut Addition>) -> (Vec<&mut Addition>, Vec<&mut Addition>) {
     let mut held = HashSet::new();
     additions.into_iter().partition(|addition| match &addition.keyed {
-        Some(Keyed { write, .. }) => {
-            held.insert((write.owner.as_str().to_owned(), write.key.as_str().to_owned()))
-        }
+        Some(Keyed { write, .. }) => held
+            .insert((write.owner.as_str().to_owned(), write.idempotency_key.as_str().to_owned())),
         None => true,
     })
 }
@@ -222,7 +221,7 @@ async fn claim_keys(
     let mut lost = Vec::new();
     for (n, record) in keyed.into_iter().zip(before) {
         if let Some(record) = record {
-            merged[n].output = Some(Idempotent::Before(record));
+            merged[n].output = Some(KeyUse::Again(record));
             lost.push(ids[n]);
         }
     }

@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    IdempotencyKey, IdempotencyRecord, IdempotencyStore, Idempotent, IdempotentWrite, KeyId,
-    NewOrder, NewPet, Order, Pet, PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
+    IdempotencyStore, IdempotentWrite, KeyUse, NewOrder, NewPet, Order, Pet, PlaceOrderError,
+    RenderOrder, RenderPet, RepositoryError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -29,7 +29,7 @@ use super::entity::idempotency_key as record;
 use super::job::Writer;
 use super::orders;
 use super::reachability::Reads;
-use super::records::{any_key, claim, fill, free, the_key, to_record};
+use super::records::{any_key, claim, fill, free};
 
 /// Idempotency records in an SQL database. Cheap to clone: clones share the writer.
 #[derive(Clone)]
@@ -50,9 +50,9 @@ async fn place_order(
     write: IdempotentWrite,
     order: NewOrder,
     render: RenderOrder,
-) -> Result<Idempotent<Result<Order, PlaceOrderError>>, DbErr> {
+) -> Result<KeyUse<Result<Order, PlaceOrderError>>, DbErr> {
     if let Some(record) = claim(txn, &write).await? {
-        return Ok(Idempotent::Before(record));
+        return Ok(KeyUse::Again(record));
     }
     let placed = orders::place(txn, order).await?;
     match render(&placed) {
@@ -60,29 +60,17 @@ async fn place_order(
         // Not an outcome to store: the key is free again.
         None => free(txn, &write).await?,
     }
-    Ok(Idempotent::Done(placed))
+    Ok(KeyUse::First(placed))
 }
 
 #[async_trait]
 impl IdempotencyStore for SeaOrmIdempotencyStore {
-    async fn find(
-        &self,
-        owner: &KeyId,
-        key: &IdempotencyKey,
-        now: DateTime<Utc>,
-    ) -> Result<Option<IdempotencyRecord>, RepositoryError> {
-        let query = record::Entity::find().filter(the_key(owner.as_str(), key.as_str()));
-        let row = self.reads.run(query.one(&self.readers)).await?;
-        let record = row.map(to_record).transpose()?;
-        Ok(record.filter(|record| !record.is_expired(now)))
-    }
-
     async fn create_pet(
         &self,
         write: IdempotentWrite,
         pet: NewPet,
         render: RenderPet,
-    ) -> Result<Idempotent<Pet>, RepositoryError> {
+    ) -> Result<KeyUse<Pet>, RepositoryError> {
         self.writer.add_keyed_pet(write, pet, render).await
     }
 
@@ -91,7 +79,7 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
         write: IdempotentWrite,
         order: NewOrder,
         render: RenderOrder,
-    ) -> Result<Idempotent<Result<Order, PlaceOrderError>>, RepositoryError> {
+    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
         self.writer.write(move |txn| Box::pin(place_order(txn, write, order, render))).await
     }
 

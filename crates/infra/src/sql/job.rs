@@ -2,7 +2,7 @@
 //! the pets' statements merge per batch (see [`additions`](super::additions)), and any other
 //! statements, run one job after the other.
 
-use animal_store_domain::{Idempotent, IdempotentWrite, NewPet, Pet, RenderPet, RepositoryError};
+use animal_store_domain::{IdempotentWrite, KeyUse, NewPet, Pet, RenderPet, RepositoryError};
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
@@ -106,7 +106,7 @@ impl Writer {
         write: IdempotentWrite,
         pet: NewPet,
         render: RenderPet,
-    ) -> Result<Idempotent<Pet>, RepositoryError> {
+    ) -> Result<KeyUse<Pet>, RepositoryError> {
         self.submit(|reply| Job::Add(Box::new(Addition::keyed(write, pet, render, reply)))).await
     }
 }

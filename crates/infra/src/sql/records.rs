@@ -20,14 +20,14 @@ use super::entity::idempotency_key as record;
 use super::failure::{corrupt, in_write};
 
 /// The record a row holds.
-pub(super) fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
+fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
     let record::Model { owner, key, fingerprint, status, body, location, created_at } = row;
     let fingerprint: [u8; 32] = fingerprint
         .try_into()
         .map_err(|_| corrupt("idempotency_keys", "a fingerprint of another length"))?;
     Ok(IdempotencyRecord {
         owner: KeyId::new(&owner).map_err(|e| corrupt("idempotency_keys", e))?,
-        key: IdempotencyKey::new(&key).map_err(|e| corrupt("idempotency_keys", e))?,
+        idempotency_key: IdempotencyKey::new(&key).map_err(|e| corrupt("idempotency_keys", e))?,
         fingerprint: Fingerprint::from_bytes(fingerprint),
         response: StoredResponse {
             status: u16::try_from(status).map_err(|e| corrupt("idempotency_keys", e))?,
@@ -39,7 +39,7 @@ pub(super) fn to_record(row: record::Model) -> Result<IdempotencyRecord, Reposit
 }
 
 /// The record of `owner`'s `key`.
-pub(super) fn the_key(owner: &str, key: &str) -> Condition {
+fn the_key(owner: &str, key: &str) -> Condition {
     Condition::all().add(record::Column::Owner.eq(owner)).add(record::Column::Key.eq(key))
 }
 
@@ -69,7 +69,7 @@ pub(super) async fn fill(
         .col_expr(record::Column::Status, Expr::value(i32::from(response.status)))
         .col_expr(record::Column::Body, Expr::value(response.body))
         .col_expr(record::Column::Location, Expr::value(response.location))
-        .filter(the_key(write.owner.as_str(), write.key.as_str()))
+        .filter(the_key(write.owner.as_str(), write.idempotency_key.as_str()))
         .exec(txn)
         .await
         .map(drop)
@@ -78,7 +78,7 @@ pub(super) async fn fill(
 /// In `txn`: frees the key `write` claimed, with its record.
 pub(super) async fn free(txn: &DatabaseTransaction, write: &IdempotentWrite) -> Result<(), DbErr> {
     record::Entity::delete_many()
-        .filter(the_key(write.owner.as_str(), write.key.as_str()))
+        .filter(the_key(write.owner.as_str(), write.idempotency_key.as_str()))
         .exec(txn)
         .await
         .map(drop)
@@ -125,7 +125,7 @@ pub(super) async fn claim_all(
 /// order of their keys.
 fn claim_statement(records: &[&IdempotencyRecord]) -> Result<InsertStatement, DbErr> {
     let mut sorted = records.to_vec();
-    sorted.sort_by_key(|record| (record.owner.as_str(), record.key.as_str()));
+    sorted.sort_by_key(|record| (record.owner.as_str(), record.idempotency_key.as_str()));
     let retention = chrono::Duration::from_std(animal_store_domain::idempotency::RETENTION)
         .map_err(|e| DbErr::Custom(e.to_string()))?;
     // Expired for every write of the statement: a record within the second or so the
@@ -147,22 +147,28 @@ fn claim_statement(records: &[&IdempotencyRecord]) -> Result<InsertStatement, Db
 }
 
 /// In `txn`, once `records` tried to claim their keys: for each of them in order, the record
-/// of its key when it is not that one, which another write claimed before.
+/// of its key when it is not that one, which another write claimed before. A record is told
+/// from another by its content: a response names what its write created (a new pet's id, an
+/// unfilled record's status 0), so two writes never store the same record.
 async fn claimed_before(
     txn: &DatabaseTransaction,
     records: &[&IdempotencyRecord],
 ) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
-    let keys: Vec<(&str, &str)> =
-        records.iter().map(|record| (record.owner.as_str(), record.key.as_str())).collect();
+    let keys: Vec<(&str, &str)> = records
+        .iter()
+        .map(|record| (record.owner.as_str(), record.idempotency_key.as_str()))
+        .collect();
     let mut stored: HashMap<(String, String), IdempotencyRecord> = records_of(txn, &keys)
         .await?
         .into_iter()
-        .map(|record| ((record.owner.as_str().to_owned(), record.key.as_str().to_owned()), record))
+        .map(|record| {
+            ((record.owner.as_str().to_owned(), record.idempotency_key.as_str().to_owned()), record)
+        })
         .collect();
     records
         .iter()
         .map(|&ours| {
-            let id = (ours.owner.as_str().to_owned(), ours.key.as_str().to_owned());
+            let id = (ours.owner.as_str().to_owned(), ours.idempotency_key.as_str().to_owned());
             match stored.remove(&id) {
                 Some(record) if record == *ours => Ok(None),
                 Some(record) => Ok(Some(record)),
@@ -190,7 +196,7 @@ const COLUMNS: [record::Column; 7] = [
 fn row(record: &IdempotencyRecord) -> [Expr; 7] {
     [
         record.owner.as_str().into(),
-        record.key.as_str().into(),
+        record.idempotency_key.as_str().into(),
         record.fingerprint.to_bytes().to_vec().into(),
         i32::from(record.response.status).into(),
         record.response.body.as_str().into(),
