@@ -238,8 +238,8 @@ fn every_option_of_serve_is_documented() {
         let Some(option) = line.trim_start().split([' ', ',']).find(|w| w.starts_with("--")) else {
             continue;
         };
-        // `--clock-file` exists in test builds only, and `--help` explains itself.
-        if ["--help", "--clock-file"].contains(&option) {
+        // `--help` explains itself.
+        if option == "--help" {
             continue;
         }
         // The option's environment variable, on one of the lines of its description.

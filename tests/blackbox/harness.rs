@@ -292,6 +292,24 @@ impl Client {
             .expect("a response")
     }
 
+    /// A POST of JSON with an `Idempotency-Key`.
+    pub async fn post_keyed(
+        &self,
+        url: &str,
+        body: &str,
+        idempotency_key: &str,
+    ) -> reqwest::Response {
+        self.http
+            .post(url)
+            .bearer_auth(&self.key)
+            .header("content-type", "application/json")
+            .header("idempotency-key", idempotency_key)
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("a response")
+    }
+
     pub fn key(&self) -> &str {
         &self.key
     }

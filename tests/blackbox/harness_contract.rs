@@ -107,7 +107,7 @@ async fn memory_fault_options_fail_like_the_real_thing() {
 fn bad_harness_input_is_refused_before_anything_listens() {
     let dir = tempfile::tempdir().expect("a directory");
     let ready = dir.path().join("ready.json");
-    let cases: [(&str, Option<&str>, &str); 8] = [
+    let cases: [(&str, Option<&str>, &str); 9] = [
         ("sqlite://x.db", Some(FIXTURES), "--fixtures is for memory:// only"),
         ("memory://", Some("not json"), "not the expected JSON"),
         (
@@ -124,6 +124,11 @@ fn bad_harness_input_is_refused_before_anything_listens() {
             "memory://",
             Some(r#"{"pets":[{"name":"","categoryId":0}]}"#),
             "pets[0]: name must not be empty",
+        ),
+        (
+            "memory://",
+            Some(r#"{"keys":[{"name":"demo","plan":"pro"}]}"#),
+            "keys[0]: the name \"demo\" is the ready file's",
         ),
         ("memory://?latency-ms=-1", None, "latency-ms"),
         ("memory://?nope=1", None, "unknown memory:// option \"nope\""),
@@ -169,4 +174,153 @@ fn the_python_example_of_the_docs_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("ok: [200, 200, 200, 429]"));
+}
+
+/// `fail-every=1`: every request that reads or writes the animals, the orders or the
+/// idempotency records fails, keyed writes and orders included; the failed writes store
+/// nothing.
+#[tokio::test]
+async fn memory_faults_reach_keyed_writes_and_orders() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let fixtures = fixtures_file(&dir, FIXTURES);
+    let server = Server::start(
+        "memory://?fail-every=1",
+        dir.path().to_path_buf(),
+        &["--fixtures", &fixtures],
+    );
+    let client = Client::new(server.ready["keys"]["tester"].as_str().expect("a key"));
+    let created =
+        client.post_keyed(&server.url("/v1/pets"), r#"{"name":"Tom","categoryId":3}"#, "k-1").await;
+    let placed = client.post_keyed(&server.url("/v1/store/orders"), r#"{"petId":2}"#, "k-2").await;
+    let unkeyed = client.post(&server.url("/v1/store/orders"), r#"{"petId":2}"#).await;
+    for (what, resp) in
+        [("keyed createPet", created), ("keyed placeOrder", placed), ("placeOrder", unkeyed)]
+    {
+        assert_eq!(resp.status(), 503, "{what}");
+        assert_eq!(resp.headers()["retry-after"], "1", "{what}");
+        assert_eq!(json(resp).await["code"], "service_unavailable", "{what}");
+    }
+    // The tester key has spent its 3 a minute: another key lists.
+    let reader = Client::new(server.ready["keys"]["reader"].as_str().expect("a key"));
+    let orders = reader.get(&server.url("/v1/store/orders")).await;
+    assert_eq!(orders.status(), 503, "listOrders");
+}
+
+/// `latency-ms=300` delays a keyed createPet too: the wait is inside the operation, once its
+/// key is held.
+#[tokio::test]
+async fn memory_latency_reaches_keyed_writes() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = Server::start("memory://?latency-ms=300", dir.path().to_path_buf(), &[]);
+    let client = Client::new(server.ready["keys"]["demo"].as_str().expect("a key"));
+    let began = Instant::now();
+    let body = r#"{"name":"Tom","categoryId":3}"#;
+    let created = client.post_keyed(&server.url("/v1/pets"), body, "slow-1").await;
+    assert_eq!(created.status(), 201);
+    assert!(began.elapsed() >= Duration::from_millis(300), "{:?}", began.elapsed());
+}
+
+/// A harness moves time by writing Unix seconds to `--clock-file`: a key's 429 is lifted by
+/// the next minute, with no wait.
+#[tokio::test]
+async fn a_harness_lifts_a_429_by_moving_the_clock_file() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let fixtures = fixtures_file(&dir, FIXTURES);
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, "1900000000").expect("write the clock");
+    let server = Server::start(
+        "memory://",
+        dir.path().to_path_buf(),
+        &["--fixtures", &fixtures, "--clock-file", clock.to_str().expect("UTF-8")],
+    );
+    let tester = Client::new(server.ready["keys"]["tester"].as_str().expect("a key"));
+    let url = server.url("/v1/pets");
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.push(tester.get(&url).await.status().as_u16());
+    }
+    assert_eq!(seen, [200, 200, 200, 429], "3 a minute");
+    std::fs::write(&clock, "1900000060").expect("move the clock");
+    assert_eq!(tester.get(&url).await.status(), 200, "the next minute");
+}
+
+/// A clock file that does not hold whole seconds is refused in one line, exit 2.
+#[test]
+fn a_clock_file_without_whole_seconds_is_refused() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let clock = dir.path().join("clock");
+    for text in ["soon", "1900000000.5", ""] {
+        std::fs::write(&clock, text).expect("write the clock");
+        let out = Command::new(BIN)
+            .args(["serve", "--bind", "127.0.0.1:0", "--clock-file"])
+            .arg(&clock)
+            .env_clear()
+            .env("DATABASE_URL", "memory://")
+            .current_dir(dir.path())
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {stderr}");
+        assert!(stderr.contains("must hold whole Unix seconds"), "{text:?}: {stderr}");
+        assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{stderr}");
+    }
+}
+
+/// A stale ready file is removed before anything else, even by a start that then fails; a
+/// clean stop removes the ready file it wrote.
+#[test]
+fn the_ready_file_never_outlives_its_server() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let ready = dir.path().join("ready.json");
+    let stale = r#"{"address":"http://127.0.0.1:1","keys":{}}"#;
+    std::fs::write(&ready, stale).expect("a stale ready file");
+    let failed = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0", "--ready-file"])
+        .arg(&ready)
+        .args(["--fixtures", &fixtures_file(&dir, "not json")])
+        .env_clear()
+        .env("DATABASE_URL", "memory://")
+        .current_dir(dir.path())
+        .output()
+        .expect("the binary runs");
+    assert_eq!(failed.status.code(), Some(2));
+    assert!(!ready.exists(), "the stale ready file is gone");
+
+    std::fs::write(&ready, stale).expect("a stale ready file");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0", "--ready-file"])
+        .arg(&ready)
+        .env_clear()
+        .env("DATABASE_URL", "memory://")
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let mut written = None;
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(&ready).unwrap_or_default();
+        if !text.is_empty() && text.trim() != stale {
+            written = Some(text);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let written = written.expect("the server wrote its own ready file");
+    assert!(!written.contains("127.0.0.1:1\""), "{written}");
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(term.expect("kill -TERM").success());
+    let mut stopped = None;
+    for _ in 0..300 {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            stopped = Some(status);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let Some(status) = stopped else {
+        let _ = child.kill();
+        panic!("the server did not stop within 15 s of SIGTERM");
+    };
+    assert!(status.success(), "{status}");
+    assert!(!ready.exists(), "a clean stop removes the ready file");
 }

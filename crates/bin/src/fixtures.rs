@@ -18,6 +18,10 @@ use anyhow::{Context, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The name, in the ready file, of the key `memory://` issues for every run: no fixture key
+/// may take it.
+pub const DEMO_KEY: &str = "demo";
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
@@ -59,6 +63,11 @@ impl Fixtures {
         for (i, entry) in file.keys.into_iter().enumerate() {
             let name =
                 KeyName::new(&entry.name).map_err(|e| anyhow!(at(format!("keys[{i}]: {e}"))))?;
+            if entry.name == DEMO_KEY {
+                bail!(at(format!(
+                    "keys[{i}]: the name {DEMO_KEY:?} is the ready file's for the key memory:// issues itself; name the key otherwise"
+                )));
+            }
             if !names.insert(entry.name.clone()) {
                 bail!(at(format!("keys[{i}]: the name {:?} is used twice", entry.name)));
             }

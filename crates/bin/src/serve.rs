@@ -16,7 +16,7 @@ use crate::cli::{
     ServeArgs,
 };
 use crate::exporter::PrometheusExporter;
-use crate::fixtures::Fixtures;
+use crate::fixtures::{DEMO_KEY, Fixtures};
 use crate::stores::Stores;
 use crate::wiring::Wiring;
 use crate::{Failure, descriptors};
@@ -53,15 +53,19 @@ fn limit_policy(args: &ServeArgs) -> anyhow::Result<RateLimitPolicy> {
     })
 }
 
-/// The system clock; in a build for tests, the file `--clock-file` names when it is given.
-#[cfg_attr(not(feature = "testing"), allow(clippy::unnecessary_wraps, unused_variables))]
-fn clock(args: &ServeArgs) -> Arc<dyn Clock> {
-    #[cfg(feature = "testing")]
-    if let Some(path) = &args.clock_file {
-        tracing::warn!(path = %path.display(), "reading the time from a file: for tests only");
-        return Arc::new(animal_store_infra::FileClock::new(path));
+/// The system clock, or the file `--clock-file` names: with `memory://` only, whose data
+/// ends with the process (builds for this crate's own tests take any database).
+fn clock(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Arc<dyn Clock>> {
+    let Some(path) = &args.clock_file else {
+        return Ok(Arc::new(SystemClock));
+    };
+    if !cfg!(feature = "testing") && !cli.database_url.is_memory() {
+        anyhow::bail!(
+            "--clock-file is for memory:// only: a database that keeps its data would keep the times a test clock wrote"
+        );
     }
-    Arc::new(SystemClock)
+    let clock = animal_store_infra::FileClock::open(path)?;
+    Ok(Arc::new(clock))
 }
 
 /// The Redis rate limiter of `--rate-limiter redis`, connected.
@@ -92,7 +96,12 @@ fn redact(url: &str) -> String {
 }
 
 /// The services of `serve` over `stores`.
-async fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<AppState> {
+async fn state(
+    args: &ServeArgs,
+    cli: &Cli,
+    stores: &Stores,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<AppState> {
     let wiring = stores.health_checks().into_iter().fold(
         Wiring::new(stores.pets(), stores.orders(), stores.idempotency(), stores.keys()),
         Wiring::health_check,
@@ -102,7 +111,6 @@ async fn state(args: &ServeArgs, cli: &Cli, stores: &Stores) -> anyhow::Result<A
     } else {
         wiring
     };
-    let clock = clock(args);
     let wiring = match args.rate_limiter {
         RateLimiterKind::Redis => {
             wiring.rate_limiter_adapter(redis_limiter(args, clock.clone()).await?)
@@ -142,13 +150,19 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     // Listening for the signals from the start: a SIGTERM during start-up then stops the
     // server cleanly instead of killing it.
     let signals = Signals::listen().map_err(Failure::Startup)?;
-    let fixtures = fixtures(cli, args).map_err(Failure::Startup)?;
+    // Before anything else: a harness waiting for the ready file never reads a stale one.
     if let Some(path) = &args.ready_file {
+        remove_ready_file(path).map_err(Failure::Startup)?;
         ready_file_directory(path).map_err(Failure::Startup)?;
     }
+    let clock = clock(cli, args).map_err(Failure::Startup)?;
+    if args.clock_file.is_some() {
+        tracing::warn!("reading the time from --clock-file: for tests only");
+    }
+    let fixtures = fixtures(cli, args, clock.now()).map_err(Failure::Startup)?;
     let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
     let started = async {
-        let state = state(args, cli, &stores).await?;
+        let state = state(args, cli, &stores, clock).await?;
         let mut keys = greet(&stores, &state.keys).await?;
         if let Some(fixtures) = fixtures {
             keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
@@ -171,6 +185,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         Ok(started) => started,
         Err(err) => {
             stores.close().await;
+            if let Some(path) = &args.ready_file {
+                let _ = remove_ready_file(path);
+            }
             return Err(Failure::Startup(err));
         }
     };
@@ -191,6 +208,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     // Bounded: a request still stuck on the database must not keep the process alive.
     if tokio::time::timeout(CLOSE_TIMEOUT, stores.close()).await.is_err() {
         tracing::warn!("the database did not close within 10 s; exiting without waiting for it");
+    }
+    if let Some(Err(err)) = args.ready_file.as_deref().map(remove_ready_file) {
+        tracing::warn!(error = %err, "cannot remove the ready file");
     }
     tracing::info!("shut down");
     Ok(())
@@ -224,7 +244,8 @@ pub fn check(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         animal_store_infra::redis_limiter::check_url(url)
             .map_err(|err| anyhow::Error::new(err).context(redact(url)))?;
     }
-    fixtures(cli, args)?;
+    let clock = clock(cli, args)?;
+    fixtures(cli, args, clock.now())?;
     if let Some(path) = &args.ready_file {
         ready_file_directory(path)?;
     }
@@ -232,7 +253,11 @@ pub fn check(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
 }
 
 /// The fixtures `--fixtures` names, checked, or `None` without one; only on `memory://`.
-fn fixtures(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Option<Fixtures>> {
+fn fixtures(
+    cli: &Cli,
+    args: &ServeArgs,
+    now: std::time::SystemTime,
+) -> anyhow::Result<Option<Fixtures>> {
     let Some(path) = &args.fixtures else {
         return Ok(None);
     };
@@ -241,7 +266,16 @@ fn fixtures(cli: &Cli, args: &ServeArgs) -> anyhow::Result<Option<Fixtures>> {
             "--fixtures is for memory:// only: a database that keeps its data has no need of them, and would keep them"
         );
     }
-    Fixtures::read(path, clock(args).now()).map(Some)
+    Fixtures::read(path, now).map(Some)
+}
+
+/// Removes the ready file, if there is one.
+fn remove_ready_file(path: &std::path::Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(anyhow::Error::new(err)
+            .context(format!("cannot remove the stale ready file {}", path.display()))),
+        _ => Ok(()),
+    }
 }
 
 /// Refuses a ready file whose directory does not exist, before anything listens.
@@ -283,7 +317,7 @@ async fn greet(stores: &Stores, keys: &KeyService) -> anyhow::Result<Vec<(String
         let issued = keys.issue(None, Plan::Free).await.context("cannot issue the demo key")?;
         tracing::warn!(key_id = %issued.key.id, "memory:// keeps nothing; a free-plan key was issued for this run only");
         eprintln!("demo API key (free plan, this run only): {}", issued.secret.expose());
-        return Ok(vec![("demo".to_owned(), issued.secret.expose().to_owned())]);
+        return Ok(vec![(DEMO_KEY.to_owned(), issued.secret.expose().to_owned())]);
     }
     if keys.list().await.context("cannot read the API keys")?.is_empty() {
         tracing::info!("no API keys yet: issue one with `animal-store keys create --plan free`");

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use animal_store_domain::{
     ApiKeyStore, HealthCheck, IdempotencyStore, OrderRepository, PetRepository,
 };
-use animal_store_infra::faults::{Faults, FaultyPetRepository, Injector};
+use animal_store_infra::faults::{
+    Faults, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetRepository, Injector,
+};
 use animal_store_infra::{
     Database, DatabaseOptions, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
     MemoryPetRepository, PoolMetrics,
@@ -20,7 +22,9 @@ pub enum Stores {
     Memory {
         /// Pets.
         pets: Arc<MemoryPetRepository>,
-        /// The faults the URL's options ask for, injected in front of `pets` when serving.
+        /// The faults the URL's options ask for, injected in front of the pets, the orders
+        /// and the idempotency records when serving: one count over all of them, so that
+        /// `fail-every=2` fails every second request that reads or writes them.
         faults: Option<Arc<Injector>>,
         /// Orders, beside `pets`.
         orders: Arc<MemoryOrderRepository>,
@@ -69,18 +73,26 @@ impl Stores {
         }
     }
 
-    /// The order repository, beside the pets.
+    /// The order repository, beside the pets; on `memory://`, failing or lagging as the URL's
+    /// options say.
     pub fn orders(&self) -> Arc<dyn OrderRepository> {
         match self {
-            Self::Memory { orders, .. } => orders.clone(),
+            Self::Memory { orders, faults: Some(injector), .. } => {
+                Arc::new(FaultyOrderRepository::new(orders.clone(), injector.clone()))
+            }
+            Self::Memory { orders, faults: None, .. } => orders.clone(),
             Self::Sql(db) => Arc::new(db.orders()),
         }
     }
 
-    /// The idempotency records, beside the pets and orders.
+    /// The idempotency records, beside the pets and orders; on `memory://`, their keyed
+    /// writes failing or lagging as the URL's options say.
     pub fn idempotency(&self) -> Arc<dyn IdempotencyStore> {
         match self {
-            Self::Memory { idempotency, .. } => idempotency.clone(),
+            Self::Memory { idempotency, faults: Some(injector), .. } => {
+                Arc::new(FaultyIdempotencyStore::new(idempotency.clone(), injector.clone()))
+            }
+            Self::Memory { idempotency, faults: None, .. } => idempotency.clone(),
             Self::Sql(db) => Arc::new(db.idempotency()),
         }
     }

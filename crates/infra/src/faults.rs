@@ -11,10 +11,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, Decision, KeyDigest, KeyId, NewPet, Pet, PetId, PetRepository, PetStatus,
-    Quota, RateLimitPolicy, RateLimiter, RepositoryError, Rotation, Subject,
+    ApiKey, ApiKeyStore, Decision, IdempotencyStore, IdempotentWrite, KeyDigest, KeyId, KeyUse,
+    NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet, PetId, PetRepository,
+    PetStatus, PlaceOrderError, Quota, RateLimitPolicy, RateLimiter, RenderOrder, RenderPet,
+    RepositoryError, Rotation, Subject, UpdateOrderError,
 };
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use thiserror::Error;
 
 /// Which error an injected failure is.
@@ -125,6 +128,95 @@ impl PetRepository for FaultyPetRepository {
     ) -> Result<Vec<Pet>, RepositoryError> {
         self.injector.call().await?;
         self.inner.list(status, after, count).await
+    }
+}
+
+/// An [`OrderRepository`] that fails on purpose.
+pub struct FaultyOrderRepository {
+    inner: Arc<dyn OrderRepository>,
+    injector: Arc<Injector>,
+}
+
+impl FaultyOrderRepository {
+    /// `inner`, failing as `injector` decides.
+    pub fn new(inner: Arc<dyn OrderRepository>, injector: Arc<Injector>) -> Self {
+        Self { inner, injector }
+    }
+}
+
+#[async_trait]
+impl OrderRepository for FaultyOrderRepository {
+    async fn place(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
+        self.injector.call().await?;
+        self.inner.place(order).await
+    }
+
+    async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Option<Order>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.get(owner, id).await
+    }
+
+    async fn list(
+        &self,
+        owner: &KeyId,
+        status: Option<OrderStatus>,
+        after: Option<OrderId>,
+        count: usize,
+    ) -> Result<Vec<Order>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.list(owner, status, after, count).await
+    }
+
+    async fn update_status(
+        &self,
+        owner: &KeyId,
+        id: OrderId,
+        to: OrderStatus,
+        at: DateTime<Utc>,
+    ) -> Result<Order, UpdateOrderError> {
+        self.injector.call().await?;
+        self.inner.update_status(owner, id, to, at).await
+    }
+}
+
+/// An [`IdempotencyStore`] that fails on purpose. Its keyed writes fail or lag as `injector`
+/// decides; the sweep, which no request makes, passes untouched and counts no call.
+pub struct FaultyIdempotencyStore {
+    inner: Arc<dyn IdempotencyStore>,
+    injector: Arc<Injector>,
+}
+
+impl FaultyIdempotencyStore {
+    /// `inner`, failing as `injector` decides.
+    pub fn new(inner: Arc<dyn IdempotencyStore>, injector: Arc<Injector>) -> Self {
+        Self { inner, injector }
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for FaultyIdempotencyStore {
+    async fn create_pet(
+        &self,
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+    ) -> Result<KeyUse<Pet>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.create_pet(write, pet, render).await
+    }
+
+    async fn place_order(
+        &self,
+        write: IdempotentWrite,
+        order: NewOrder,
+        render: RenderOrder,
+    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.place_order(write, order, render).await
+    }
+
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        self.inner.sweep(before, batch).await
     }
 }
 

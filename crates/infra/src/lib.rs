@@ -7,7 +7,7 @@
 //! - [`memory`]: in-memory adapters for every port, for tests, demos and `memory://`.
 //! - [`cache`]: a short-lived cache in front of any key store, for authentication.
 //! - [`rate_limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
-//! - [`clock`]: the system clock.
+//! - [`clock`]: the system clock, and a clock a file sets (`--clock-file`).
 //! - [`redact`]: passwords out of every URL in a message.
 //! - [`faults`]: wrappers that make any store fail or lag on purpose, for the tests of
 //!   client teams (`memory://?fail-every=10`) and of adapters.
@@ -16,7 +16,7 @@
 //!
 //! - `conformance`: the suites every adapter of a port must pass; the tests of this crate
 //!   run them against every adapter, and a new adapter proves itself by passing them too.
-//! - `testing`: clocks that tests set, and fresh test databases.
+//! - `testing`: a clock that tests set by hand, and fresh test databases.
 //!
 //! Database rows never leave this crate: adapters turn them into domain values and driver
 //! errors into [`RepositoryError`](animal_store_domain::RepositoryError)s.
@@ -35,7 +35,7 @@ pub mod sql;
 pub mod testing;
 
 pub use cache::CachedApiKeyStore;
-pub use clock::SystemClock;
+pub use clock::{ClockFileError, FileClock, SystemClock};
 pub use memory::{
     MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository, MemoryPetRepository,
 };
@@ -47,4 +47,4 @@ pub use sql::{
     SeaOrmPetRepository,
 };
 #[cfg(feature = "testing")]
-pub use testing::{FileClock, ManualClock};
+pub use testing::ManualClock;

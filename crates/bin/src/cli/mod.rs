@@ -180,10 +180,9 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_LIMITER_CAPACITY", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub limiter_capacity: u64,
 
-    /// Read the time from this file (Unix seconds) instead of the system clock. For tests
-    /// that must cross a minute, a day or a sunset without waiting: only in builds with the
-    /// `testing` feature, never in a release.
-    #[cfg(feature = "testing")]
+    /// Read the time from this file (whole Unix seconds, read at every request) instead of
+    /// the system clock, for tests that must cross a minute, a day or a sunset without
+    /// waiting. With memory:// only.
     #[arg(long, env = "ANIMAL_STORE_CLOCK_FILE")]
     pub clock_file: Option<std::path::PathBuf>,
 }

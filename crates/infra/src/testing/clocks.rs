@@ -1,4 +1,5 @@
-//! Clocks that tests set: by hand, or through a file another process writes.
+//! A clock that tests set by hand. The clock a file sets, for tests from any language, is
+//! [`FileClock`](crate::clock::FileClock).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -37,30 +38,5 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> SystemTime {
         *self.now.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// A clock that reads the time from a file holding Unix seconds (`1795305600.25`), for
-/// black-box tests that must cross a minute, a UTC midnight or a sunset without waiting.
-/// When the file cannot be read, the system time is used.
-#[derive(Debug, Clone)]
-pub struct FileClock {
-    path: std::path::PathBuf,
-}
-
-impl FileClock {
-    /// A clock reading `path` at every call.
-    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
-        Self { path: path.into() }
-    }
-}
-
-impl Clock for FileClock {
-    fn now(&self) -> SystemTime {
-        std::fs::read_to_string(&self.path)
-            .ok()
-            .and_then(|text| text.trim().parse::<f64>().ok())
-            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-            .map_or_else(SystemTime::now, |since| SystemTime::UNIX_EPOCH + since)
     }
 }

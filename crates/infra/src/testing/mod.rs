@@ -4,4 +4,4 @@
 mod clocks;
 pub mod databases;
 
-pub use clocks::{FileClock, ManualClock};
+pub use clocks::ManualClock;
