@@ -107,7 +107,7 @@ async fn memory_fault_options_fail_like_the_real_thing() {
 fn bad_harness_input_is_refused_before_anything_listens() {
     let dir = tempfile::tempdir().expect("a directory");
     let ready = dir.path().join("ready.json");
-    let cases: [(&str, Option<&str>, &str); 9] = [
+    let cases: [(&str, Option<&str>, &str); 13] = [
         ("sqlite://x.db", Some(FIXTURES), "--fixtures is for memory:// only"),
         ("memory://", Some("not json"), "not the expected JSON"),
         (
@@ -130,6 +130,25 @@ fn bad_harness_input_is_refused_before_anything_listens() {
             Some(r#"{"keys":[{"name":"demo","plan":"pro"}]}"#),
             "keys[0]: the name \"demo\" is the ready file's",
         ),
+        (
+            "memory://",
+            Some(r#"{"keys":[{"name":"a","plan":"free"}],"orders":[{"key":"b","petId":1}]}"#),
+            "orders[0]: no fixture key is named \"b\"",
+        ),
+        (
+            "memory://",
+            Some(r#"{"keys":[{"name":"a","plan":"free"}],"orders":[{"key":"a","petId":1}]}"#),
+            "orders[0]: no fixture pet has the id 1",
+        ),
+        (
+            "memory://",
+            Some(
+                r#"{"keys":[{"name":"a","plan":"free"}],"pets":[{"name":"Rex","categoryId":1}],
+                    "orders":[{"key":"a","petId":1},{"key":"a","petId":1}]}"#,
+            ),
+            "orders[1]: pet 1 has an order already",
+        ),
+        ("memory://?drop-answer-every=0", None, "drop-answer-every"),
         ("memory://?latency-ms=-1", None, "latency-ms"),
         ("memory://?nope=1", None, "unknown memory:// option \"nope\""),
         ("memory://", None, "the directory"),
@@ -323,4 +342,85 @@ fn the_ready_file_never_outlives_its_server() {
     };
     assert!(status.success(), "{status}");
     assert!(!ready.exists(), "a clean stop removes the ready file");
+}
+
+/// `drop-answer-every=1`: a keyed createPet is stored and its connection closed without an
+/// answer; the client's retry with the same key gets the stored answer, marked as a replay,
+/// and the listing holds the pet once.
+#[tokio::test]
+async fn a_dropped_answer_is_replayed_to_the_retry() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = Server::start("memory://?drop-answer-every=1", dir.path().to_path_buf(), &[]);
+    let client = Client::new(server.ready["keys"]["demo"].as_str().expect("a key"));
+    let url = server.url("/v1/pets");
+    let body = r#"{"name":"Tom","categoryId":3}"#;
+    let lost = client
+        .raw()
+        .post(&url)
+        .bearer_auth(client.key())
+        .header("content-type", "application/json")
+        .header("idempotency-key", "lost-1")
+        .body(body)
+        .send()
+        .await;
+    assert!(lost.is_err(), "no answer: {lost:?}");
+    let retry = client.post_keyed(&url, body, "lost-1").await;
+    assert_eq!(retry.status(), 201);
+    assert_eq!(retry.headers()["idempotent-replayed"], "true");
+    let pet = json(retry).await;
+    assert_eq!(pet["name"], "Tom");
+    let pets = json(client.get(&url).await).await;
+    let toms: Vec<_> =
+        pets.as_array().expect("pets").iter().filter(|p| p["name"] == "Tom").collect();
+    assert_eq!(toms, [&pet], "stored once, the pet the replay names");
+}
+
+/// With `latency-ms`, a second request with the key of one still running gets
+/// `409 idempotency_in_progress`: the documented way to provoke it.
+#[tokio::test]
+async fn a_key_still_running_is_409_on_purpose() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = Server::start("memory://?latency-ms=500", dir.path().to_path_buf(), &[]);
+    let client = Client::new(server.ready["keys"]["demo"].as_str().expect("a key"));
+    let url = server.url("/v1/pets");
+    let body = r#"{"name":"Tom","categoryId":3}"#;
+    let first = client.post_keyed(&url, body, "busy-1");
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        client.post_keyed(&url, body, "busy-1").await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(first.status(), 201);
+    assert_eq!(second.status(), 409);
+    assert_eq!(json(second).await["code"], "idempotency_in_progress");
+}
+
+/// Fixture orders are placed and moved as a client would, and their pets follow: an approved
+/// order keeps its pet `pending`, a delivered one makes it `sold`.
+#[tokio::test]
+async fn fixture_orders_hold_their_pets() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let fixtures = fixtures_file(
+        &dir,
+        r#"{"keys": [{"name": "buyer", "plan": "pro"}, {"name": "other", "plan": "free"}],
+            "pets": [{"name": "Rex", "categoryId": 1}, {"name": "Mia", "categoryId": 2},
+                     {"name": "Tom", "categoryId": 3}],
+            "orders": [{"key": "buyer", "petId": 1, "status": "approved"},
+                       {"key": "buyer", "petId": 3, "status": "delivered"},
+                       {"key": "other", "petId": 2}]}"#,
+    );
+    let server = Server::start("memory://", dir.path().to_path_buf(), &["--fixtures", &fixtures]);
+    let buyer = Client::new(server.ready["keys"]["buyer"].as_str().expect("a key"));
+    let orders = json(buyer.get(&server.url("/v1/store/orders")).await).await;
+    let seen: Vec<(i64, &str)> = orders
+        .as_array()
+        .expect("orders")
+        .iter()
+        .map(|o| (o["petId"].as_i64().unwrap(), o["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(seen, [(1, "approved"), (3, "delivered")], "the buyer's orders only");
+    let pets = json(buyer.get(&server.url("/v1/pets")).await).await;
+    let statuses: Vec<&str> =
+        pets.as_array().expect("pets").iter().map(|p| p["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["pending", "pending", "sold"], "each pet follows its order");
 }

@@ -20,6 +20,10 @@
 //! This crate depends on the domain only; adapters are chosen by the binary and reach it
 //! as ports inside [`AppState`].
 
+// The layers of `app` nest one type in another: the layout of their future is deeper than
+// the compiler's default limit of 128.
+#![recursion_limit = "256"]
+
 mod auth;
 pub mod client_address;
 pub mod deprecation;
@@ -131,6 +135,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .nest("/v1", v1)
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
         .around(middleware::idempotency_keys)
+        // Outside the hold, so that a replay is told from a stored write.
+        .around(middleware::drop_answers)
         // Reads at most 16 KiB of a body before anything parses it.
         .around(middleware::body_limit)
         // Errors raised by routing and extraction become the Error body.
@@ -156,8 +162,52 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         // Outermost: the route is looked up once, for every layer inside to read.
         .around(middleware::resolve_route)
         .data(Arc::new(routes))
+        .data(Arc::new(middleware::AnswerDrops::new(state.config.drop_answer_every)))
         .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)
         .into_endpoint()
         .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The layers as `app` stacks them, innermost first: `.around(...)`, `.with(...)`,
+    /// `.catch_all_error(...)` and `.data(...)` (once).
+    fn layers_of_app() -> Vec<String> {
+        let source = include_str!("lib.rs");
+        let start = source.find("pub fn app(").expect("app");
+        let body = &source[start..start + source[start..].find("\n}\n").expect("its end")];
+        let mut layers: Vec<String> = Vec::new();
+        for line in body.lines().map(str::trim) {
+            let layer = if let Some(rest) = line.strip_prefix(".around(") {
+                let name = rest.split("middleware::").nth(1).expect("a middleware layer");
+                name.split(|c: char| !c.is_alphanumeric() && c != '_').next().map(str::to_owned)
+            } else if line.starts_with(".with(CatchPanic") {
+                Some("CatchPanic".to_owned())
+            } else if line.starts_with(".catch_all_error(") {
+                Some("catch_all_error".to_owned())
+            } else if line.starts_with(".data(") {
+                Some("data".to_owned())
+            } else {
+                None
+            };
+            if let Some(layer) = layer.filter(|l| layers.last() != Some(l)) {
+                layers.push(layer);
+            }
+        }
+        layers
+    }
+
+    #[test]
+    fn the_architecture_lists_the_layers_of_app_in_their_order() {
+        let doc = include_str!("../../../docs/architecture.md");
+        let table = doc.split("| Layer | What it does |").nth(1).expect("the table of layers");
+        let listed: Vec<&str> = table
+            .lines()
+            .skip(2)
+            .take_while(|line| line.starts_with("| `"))
+            .filter_map(|line| line.split('`').nth(1))
+            .collect();
+        assert_eq!(listed, layers_of_app(), "docs/architecture.md, The HTTP layer");
+    }
 }

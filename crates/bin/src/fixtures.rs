@@ -1,19 +1,24 @@
-//! `--fixtures FILE`: keys and pets a `memory://` run starts with, so that a harness in any
-//! language gets a known state, and a restart gives it back.
+//! `--fixtures FILE`: keys, pets and orders a `memory://` run starts with, so that a harness
+//! in any language gets a known state, and a restart gives it back.
 //!
 //! ```json
 //! {"keys": [{"name": "tester", "plan": "enterprise", "perMinute": 3, "perDay": 100}],
-//!  "pets": [{"name": "Rex", "categoryId": 1, "status": "available"}]}
+//!  "pets": [{"name": "Rex", "categoryId": 1, "status": "available"}],
+//!  "orders": [{"key": "tester", "petId": 1, "status": "approved"}]}
 //! ```
 //!
 //! Every entry is checked before the server listens, by the rules the API applies: a pet the
-//! API would refuse is refused here, with the same message.
+//! API would refuse is refused here, with the same message. The pets get the ids 1, 2, 3...
+//! in file order, and an order names its pet by that id and its owner by a fixture key's
+//! name; it is placed and moved as placeOrder and updateOrder would, so its pet follows.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::SystemTime;
 
-use animal_store_domain::{KeyName, KeyService, NewPet, PetRepository, Plan};
+use animal_store_domain::{
+    KeyName, KeyService, NewPet, OrderService, OrderStatus, PetId, PetRepository, PetStatus, Plan,
+};
 use anyhow::{Context, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
@@ -29,6 +34,24 @@ struct File {
     keys: Vec<KeyEntry>,
     #[serde(default)]
     pets: Vec<Value>,
+    #[serde(default)]
+    orders: Vec<OrderEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct OrderEntry {
+    key: String,
+    pet_id: i64,
+    status: Option<String>,
+}
+
+/// A checked fixture order.
+struct FixtureOrder {
+    /// The name of the fixture key that owns it.
+    key: String,
+    pet: PetId,
+    status: OrderStatus,
 }
 
 #[derive(Deserialize)]
@@ -44,6 +67,7 @@ struct KeyEntry {
 pub struct Fixtures {
     keys: Vec<(KeyName, Plan)>,
     pets: Vec<NewPet>,
+    orders: Vec<FixtureOrder>,
 }
 
 impl Fixtures {
@@ -83,11 +107,45 @@ impl Fixtures {
                 animal_store_api::parse_new_pet(pet, now)
                     .map_err(|e| anyhow!(at(format!("pets[{i}]: {e}"))))
             })
-            .collect::<anyhow::Result<_>>()?;
-        Ok(Self { keys, pets })
+            .collect::<anyhow::Result<Vec<NewPet>>>()?;
+        let mut ordered = BTreeSet::new();
+        let mut orders = Vec::with_capacity(file.orders.len());
+        for (i, entry) in file.orders.into_iter().enumerate() {
+            let at = |what: String| at(format!("orders[{i}]: {what}"));
+            if !names.contains(&entry.key) {
+                bail!(at(format!("no fixture key is named {:?}", entry.key)));
+            }
+            let pet = usize::try_from(entry.pet_id)
+                .ok()
+                .and_then(|id| id.checked_sub(1))
+                .and_then(|index| pets.get(index))
+                .ok_or_else(|| {
+                    anyhow!(at(format!(
+                        "no fixture pet has the id {} (the pets are 1 to {}, in file order)",
+                        entry.pet_id,
+                        pets.len()
+                    )))
+                })?;
+            if pet.status != PetStatus::Available {
+                bail!(at(format!(
+                    "pet {} is {}: an order needs an available pet",
+                    entry.pet_id, pet.status
+                )));
+            }
+            if !ordered.insert(entry.pet_id) {
+                bail!(at(format!("pet {} has an order already", entry.pet_id)));
+            }
+            let status = match entry.status.as_deref() {
+                None => OrderStatus::Placed,
+                Some(text) => text.parse().map_err(|e| anyhow!(at(format!("{e}"))))?,
+            };
+            orders.push(FixtureOrder { key: entry.key, pet: PetId::new(entry.pet_id), status });
+        }
+        Ok(Self { keys, pets, orders })
     }
 
-    /// Issues the keys and adds the pets, in file order; returns each key by its name.
+    /// Issues the keys, adds the pets and places and moves the orders, in file order;
+    /// returns each key by its name.
     ///
     /// # Errors
     ///
@@ -96,16 +154,39 @@ impl Fixtures {
         self,
         keys: &KeyService,
         pets: &dyn PetRepository,
+        orders: &OrderService,
     ) -> anyhow::Result<Vec<(String, String)>> {
         let mut issued = Vec::with_capacity(self.keys.len());
+        let mut owners = BTreeMap::new();
         for (name, plan) in self.keys {
             let label = name.as_str().to_owned();
             let key = keys.issue(Some(name), plan).await.context("cannot issue a fixtures key")?;
+            owners.insert(label.clone(), key.key.owner.clone());
             issued.push((label, key.secret.expose().to_owned()));
         }
         for pet in self.pets {
             pets.create(pet).await.context("cannot add a fixtures pet")?;
         }
+        for FixtureOrder { key, pet, status } in self.orders {
+            let owner = owners.get(&key).context("a fixture order's key was not issued")?;
+            let order = orders.place(owner, pet).await.context("cannot place a fixtures order")?;
+            for step in path_to(status) {
+                orders
+                    .update(owner, order.id, *step)
+                    .await
+                    .context("cannot move a fixtures order")?;
+            }
+        }
         Ok(issued)
+    }
+}
+
+/// The moves that take a placed order to `status`, as a client would make them.
+fn path_to(status: OrderStatus) -> &'static [OrderStatus] {
+    match status {
+        OrderStatus::Placed => &[],
+        OrderStatus::Approved => &[OrderStatus::Approved],
+        OrderStatus::Delivered => &[OrderStatus::Approved, OrderStatus::Delivered],
+        OrderStatus::Cancelled => &[OrderStatus::Cancelled],
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use animal_store_api::client_address::{ClientAddressing, ForwardedHeader};
 use animal_store_api::server::{Limits, Server};
 use animal_store_api::{ApiConfig, AppState};
-use animal_store_domain::{Clock, KeyService, Plan, Quota, RateLimitPolicy};
+use animal_store_domain::{Clock, KeyService, OrderService, Plan, Quota, RateLimitPolicy};
 use animal_store_infra::SystemClock;
 use anyhow::Context;
 
@@ -131,6 +131,7 @@ async fn state(
                 ipv6_prefix: args.ipv6_prefix,
             },
             request_timeout: args.connections.request_timeout,
+            drop_answer_every: stores.drop_answer_every(),
             ..api_config(&args.document)
         })
         .state())
@@ -165,7 +166,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         let state = state(args, cli, &stores, clock).await?;
         let mut keys = greet(&stores, &state.keys).await?;
         if let Some(fixtures) = fixtures {
-            keys.extend(fixtures.load(&state.keys, stores.fixture_pets().as_ref()).await?);
+            let orders = OrderService::new(stores.fixture_orders(), state.clock.clone());
+            let pets = stores.fixture_pets();
+            keys.extend(fixtures.load(&state.keys, pets.as_ref(), &orders).await?);
         }
         let readiness = state.readiness.clone();
         let sweeper = tokio::spawn(sweep_idempotency_records(state.idempotency.clone()));

@@ -32,6 +32,8 @@ pub enum Stores {
         idempotency: Arc<MemoryIdempotencyStore>,
         /// Keys.
         keys: Arc<MemoryApiKeyStore>,
+        /// Every Nth write that stores something loses its answer (`drop-answer-every`).
+        drop_answer_every: Option<u64>,
     },
     /// An SQL database.
     Sql(Database),
@@ -41,12 +43,14 @@ impl Stores {
     /// Opens the database `--database-url` names and applies pending migrations.
     pub async fn open(cli: &Cli) -> anyhow::Result<Self> {
         if cli.database_url.is_memory() {
-            let faults = memory_faults(cli.database_url.expose())?.map(Injector::new);
+            let MemoryOptions { faults, drop_answer_every } =
+                memory_options(cli.database_url.expose())?;
+            let faults = faults.map(Injector::new);
             let (pets, keys) =
                 (Arc::new(MemoryPetRepository::new()), Arc::new(MemoryApiKeyStore::new()));
             let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
             let idempotency = Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone()));
-            return Ok(Self::Memory { pets, faults, orders, idempotency, keys });
+            return Ok(Self::Memory { pets, faults, orders, idempotency, keys, drop_answer_every });
         }
         let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
         let db = Database::connect_with(cli.database_url.expose(), options)
@@ -54,6 +58,14 @@ impl Stores {
             .with_context(|| format!("cannot open the database {}", cli.database_url))?;
         db.migrate().await.context("cannot bring the database schema up to date")?;
         Ok(Self::Sql(db))
+    }
+
+    /// Every how many stored writes an answer is dropped, on `memory://?drop-answer-every=N`.
+    pub fn drop_answer_every(&self) -> Option<u64> {
+        match self {
+            Self::Memory { drop_answer_every, .. } => *drop_answer_every,
+            Self::Sql(_) => None,
+        }
     }
 
     /// Whether nothing is kept across restarts.
@@ -106,6 +118,14 @@ impl Stores {
         }
     }
 
+    /// The order repository the fixtures fill: never the fault-injecting one.
+    pub fn fixture_orders(&self) -> Arc<dyn OrderRepository> {
+        match self {
+            Self::Memory { orders, .. } => orders.clone(),
+            Self::Sql(db) => Arc::new(db.orders()),
+        }
+    }
+
     /// What `/readyz` checks: the database, if there is one.
     pub fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>> {
         match self {
@@ -143,7 +163,7 @@ impl Stores {
 pub fn check_url(url: &crate::cli::DatabaseUrl) -> anyhow::Result<()> {
     let text = url.expose();
     if url.is_memory() {
-        return memory_faults(text).map(drop);
+        return memory_options(text).map(drop);
     }
     let known = ["sqlite:", "postgres://", "postgresql://"];
     if known.iter().any(|scheme| text.starts_with(scheme)) {
@@ -155,13 +175,22 @@ pub fn check_url(url: &crate::cli::DatabaseUrl) -> anyhow::Result<()> {
     }
 }
 
-/// The faults `memory://?latency-ms=N&fail-every=N` asks the pet store for: every call waits
-/// `latency-ms`, and every `fail-every`th call fails as an unreachable database would (503).
-/// `None` for a plain `memory://`.
-fn memory_faults(url: &str) -> anyhow::Result<Option<Faults>> {
+/// What `memory://`'s options ask for.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct MemoryOptions {
+    /// The faults of the stores (`latency-ms`, `fail-every`); `None` for none.
+    faults: Option<Faults>,
+    /// `drop-answer-every`.
+    drop_answer_every: Option<u64>,
+}
+
+/// The options of `memory://?latency-ms=N&fail-every=N&drop-answer-every=N`: every store call
+/// waits `latency-ms`, every `fail-every`th call fails as an unreachable database would
+/// (503), and every `drop-answer-every`th stored write loses its answer.
+fn memory_options(url: &str) -> anyhow::Result<MemoryOptions> {
     let options = url.strip_prefix("memory://").unwrap_or_default();
     if options.is_empty() {
-        return Ok(None);
+        return Ok(MemoryOptions::default());
     }
     let Some(options) = options.strip_prefix('?') else {
         anyhow::bail!(
@@ -169,6 +198,7 @@ fn memory_faults(url: &str) -> anyhow::Result<Option<Faults>> {
         );
     };
     let mut faults = Faults::default();
+    let mut drop_answer_every = None;
     for option in options.split('&').filter(|o| !o.is_empty()) {
         let (name, value) = option.split_once('=').unwrap_or((option, ""));
         let number = || {
@@ -184,12 +214,17 @@ fn memory_faults(url: &str) -> anyhow::Result<Option<Faults>> {
                 0 => anyhow::bail!("memory:// option fail-every: expected 1 or more, got 0"),
                 n => faults.fail_every = Some(n),
             },
+            "drop-answer-every" => match number()? {
+                0 => anyhow::bail!("memory:// option drop-answer-every: expected 1 or more, got 0"),
+                n => drop_answer_every = Some(n),
+            },
             other => anyhow::bail!(
-                "unknown memory:// option {other:?}: expected latency-ms or fail-every"
+                "unknown memory:// option {other:?}: expected latency-ms, fail-every or drop-answer-every"
             ),
         }
     }
-    Ok(Some(faults))
+    let any_fault = faults != Faults::default();
+    Ok(MemoryOptions { faults: any_fault.then_some(faults), drop_answer_every })
 }
 
 #[cfg(test)]
@@ -198,16 +233,20 @@ mod tests {
 
     #[test]
     fn memory_options_are_read_and_mistakes_named() {
-        assert_eq!(memory_faults("memory://").unwrap(), None);
-        let faults = memory_faults("memory://?latency-ms=50&fail-every=10").unwrap().unwrap();
+        assert_eq!(memory_options("memory://").unwrap(), MemoryOptions::default());
+        let options = memory_options("memory://?latency-ms=50&fail-every=10").unwrap();
+        let faults = options.faults.unwrap();
         assert_eq!((faults.latency.as_millis(), faults.fail_every), (50, Some(10)));
+        let drops = memory_options("memory://?drop-answer-every=3").unwrap();
+        assert_eq!(drops, MemoryOptions { faults: None, drop_answer_every: Some(3) });
         for (url, message) in [
             ("memory://?latency-ms=-5", "latency-ms"),
             ("memory://?fail-every=0", "fail-every"),
+            ("memory://?drop-answer-every=0", "drop-answer-every"),
             ("memory://?speed=1", "unknown memory:// option \"speed\""),
             ("memory://x", "no path"),
         ] {
-            let err = memory_faults(url).unwrap_err().to_string();
+            let err = memory_options(url).unwrap_err().to_string();
             assert!(err.contains(message), "{url}: {err}");
         }
     }

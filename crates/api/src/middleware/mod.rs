@@ -5,6 +5,8 @@
 //! - [`idempotency_keys`]: takes the `Idempotency-Key` of an operation that declares it:
 //!   refuses a malformed header or a key whose request still runs, or lets the operation
 //!   run holding the key (it stores its outcome, or repeats the key's first response).
+//! - [`drop_answers`]: with `memory://?drop-answer-every=N`, marks every Nth answer of a
+//!   write that stored something for the connection to drop unanswered.
 //! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!   `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
 //!   a key twice, for the operation to refuse.
@@ -34,6 +36,7 @@
 
 mod allow;
 mod body_limit;
+mod drop_answers;
 mod guard;
 mod idempotency_keys;
 mod lifecycle;
@@ -48,6 +51,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
+pub use drop_answers::{AnswerDrops, drop_answers};
 pub use guard::guard;
 pub use idempotency_keys::idempotency_keys;
 pub use lifecycle::{API_STABILITY, lifecycle_headers};

@@ -17,7 +17,6 @@ mod connection;
 mod framing;
 mod unread;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -191,10 +190,20 @@ impl AppService {
     }
 }
 
+/// Marks a response that is not to be sent: the connection closes instead, unanswered
+/// (`memory://?drop-answer-every=N`, for harnesses).
+#[derive(Debug, Clone, Copy)]
+pub struct DropAnswer;
+
+/// The answer was dropped on purpose: the connection closes without it.
+#[derive(Debug, thiserror::Error)]
+#[error("the answer was dropped on purpose (drop-answer-every)")]
+pub struct AnswerDropped;
+
 impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
     type Response = hyper::Response<ResponseBody>;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
+    type Error = AnswerDropped;
+    type Future = BoxFuture<'static, Result<Self::Response, AnswerDropped>>;
 
     fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
         let Self { app, activity, heads, local, remote } = self.clone();
@@ -209,6 +218,10 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
             let (body, unread) = activity.time_body(req.headers(), body);
             req.set_body(body);
             let mut response = app.call(req).await;
+            if response.extensions().get::<DropAnswer>().is_some() {
+                // hyper closes a connection whose service fails, writing nothing.
+                return Err(AnswerDropped);
+            }
             if let Some(unread) = unread {
                 unread.read_away(response.headers_mut()).await;
             }
