@@ -12,7 +12,7 @@ use crate::cmd;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
 use crate::tidy;
-use crate::{browser, openapi_lint};
+use crate::{browser, openapi_lint, python};
 
 /// Names of the steps that failed so far.
 #[derive(Default)]
@@ -65,6 +65,8 @@ pub fn run(root: &Path) -> ExitCode {
 
     // The docs page's test needs a browser: installed here (as root), required below.
     steps.run("Chromium and ChromeDriver", browser::ensure);
+    // The Python harness example's test needs pytest: the same.
+    steps.run("pytest", python::ensure);
     cmd::header("start throwaway PostgreSQL and Redis");
     match (Postgres::start(), Redis::start()) {
         (Ok(postgres), Ok(redis)) => {
@@ -74,6 +76,7 @@ pub fn run(root: &Path) -> ExitCode {
                     postgres.apply_env(command);
                     redis.apply_env(command);
                     browser::apply_env(command);
+                    python::apply_env(command);
                 },
                 &mut steps,
             );

@@ -13,6 +13,7 @@ mod load;
 mod openapi;
 mod openapi_lint;
 mod postgres;
+mod python;
 mod redis;
 mod system;
 mod tidy;

@@ -175,6 +175,9 @@ pub fn check_url(url: &crate::cli::DatabaseUrl) -> anyhow::Result<()> {
     }
 }
 
+/// The options `memory://` takes, each `NAME=N`.
+const MEMORY_OPTIONS: [&str; 3] = ["latency-ms", "fail-every", "drop-answer-every"];
+
 /// What `memory://`'s options ask for.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct MemoryOptions {
@@ -219,7 +222,8 @@ fn memory_options(url: &str) -> anyhow::Result<MemoryOptions> {
                 n => drop_answer_every = Some(n),
             },
             other => anyhow::bail!(
-                "unknown memory:// option {other:?}: expected latency-ms, fail-every or drop-answer-every"
+                "unknown memory:// option {other:?}: expected one of {}",
+                MEMORY_OPTIONS.join(", ")
             ),
         }
     }
@@ -230,6 +234,21 @@ fn memory_options(url: &str) -> anyhow::Result<MemoryOptions> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_memory_option_is_in_the_help_and_in_the_harness_table() {
+        use clap::CommandFactory as _;
+        let help = crate::cli::Cli::command().render_long_help().to_string();
+        let testing = include_str!("../../../docs/testing.md");
+        for option in MEMORY_OPTIONS {
+            assert!(help.contains(&format!("{option}=N")), "{option} is missing from --help");
+            assert!(
+                testing.contains(&format!("| `{option}=N` | `memory://?...` |")),
+                "{option} is missing from docs/testing.md's table of harness settings"
+            );
+            assert!(memory_options(&format!("memory://?{option}=1")).is_ok(), "{option} is read");
+        }
+    }
 
     #[test]
     fn memory_options_are_read_and_mistakes_named() {

@@ -17,7 +17,11 @@ pub use keys::KeysCommand;
 #[command(name = "animal-store", version, about)]
 pub struct Cli {
     /// The database: `sqlite://PATH` (created if missing), `postgres://USER:PASSWORD@HOST:PORT/DB`,
-    /// or `memory://` (nothing is kept; for demos and tests).
+    /// or `memory://` (nothing is kept; for demos and tests). `memory://` takes options for
+    /// harnesses (see docs/testing.md): `?latency-ms=N` (every request that reads or writes
+    /// data waits N ms), `fail-every=N` (every Nth such request gets 503),
+    /// `drop-answer-every=N` (every Nth stored write is not answered, its connection
+    /// closed), joined by `&`.
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite://animal-store.db", global = true)]
     pub database_url: DatabaseUrl,
 
@@ -100,12 +104,13 @@ pub struct ServeArgs {
 
     /// Once listening, write JSON `{"address": "http://HOST:PORT", "keys": {NAME: KEY}}` to
     /// this file, whole: where the server listens and the keys issued for this run. For
-    /// harnesses and scripts, whatever `RUST_LOG` says.
+    /// harnesses and scripts, whatever `RUST_LOG` says. Removed at start, before anything
+    /// else, and at a clean stop.
     #[arg(long, env = "ANIMAL_STORE_READY_FILE")]
     pub ready_file: Option<std::path::PathBuf>,
 
-    /// Keys and pets a `memory://` run starts with (JSON; see docs/testing.md). Refused with
-    /// any other database.
+    /// Keys, pets and orders a `memory://` run starts with (JSON; see docs/testing.md).
+    /// Refused with any other database.
     #[arg(long, env = "ANIMAL_STORE_FIXTURES")]
     pub fixtures: Option<std::path::PathBuf>,
 
