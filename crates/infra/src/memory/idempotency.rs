@@ -14,7 +14,8 @@ use chrono::{DateTime, Utc};
 
 use super::{MemoryOrderRepository, MemoryPetRepository};
 
-type Records = BTreeMap<(KeyId, IdempotencyKey), IdempotencyRecord>;
+/// Idempotency records by owner and key, as a memory store keeps them.
+pub type Records = BTreeMap<(KeyId, IdempotencyKey), IdempotencyRecord>;
 
 /// Idempotency records beside a [`MemoryPetRepository`] and a [`MemoryOrderRepository`].
 #[derive(Debug)]
@@ -36,7 +37,7 @@ impl MemoryIdempotencyStore {
 }
 
 /// The unexpired record of `write`'s key, taken out of `records` if it had expired.
-fn existing(records: &mut Records, write: &IdempotentWrite) -> Option<IdempotencyRecord> {
+pub fn existing(records: &mut Records, write: &IdempotentWrite) -> Option<IdempotencyRecord> {
     let id = (write.owner.clone(), write.idempotency_key.clone());
     match records.get(&id) {
         Some(record) if record.is_expired(write.at) => {
@@ -84,16 +85,20 @@ impl IdempotencyStore for MemoryIdempotencyStore {
     }
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
-        let mut records = self.records();
-        let old: Vec<_> = records
-            .iter()
-            .filter(|(_, record)| record.created_at < before)
-            .map(|(id, _)| id.clone())
-            .take(batch)
-            .collect();
-        for id in &old {
-            records.remove(id);
-        }
-        Ok(old.len())
+        Ok(sweep(&mut self.records(), before, batch))
     }
+}
+
+/// Removes at most `batch` of `records` created before `before`; how many it removed.
+pub fn sweep(records: &mut Records, before: DateTime<Utc>, batch: usize) -> usize {
+    let old: Vec<_> = records
+        .iter()
+        .filter(|(_, record)| record.created_at < before)
+        .map(|(id, _)| id.clone())
+        .take(batch)
+        .collect();
+    for id in &old {
+        records.remove(id);
+    }
+    old.len()
 }

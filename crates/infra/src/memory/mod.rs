@@ -2,7 +2,7 @@
 //! integration testers (`--database-url memory://`); they honour every port contract, which
 //! the conformance suites check.
 
-mod idempotency;
+pub mod idempotency;
 
 pub use idempotency::MemoryIdempotencyStore;
 

@@ -17,6 +17,8 @@
 //! Memory stores and a manual clock by default; any port can be swapped for an adapter under
 //! test. See `docs/testing.md`.
 
+mod beside;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +40,8 @@ use tokio::task::JoinHandle;
 
 use crate::wiring::Wiring;
 
+pub use beside::{NoOrders, OrdersNeedTheirStores, RecordsBeside};
+
 /// 2026-11-22T00:00:00Z, a UTC midnight: where a kit's clock starts unless told otherwise.
 pub const START: u64 = 1_795_305_600;
 
@@ -46,10 +50,20 @@ pub struct TestKit {
     pets: Arc<dyn PetRepository>,
     orders: Arc<dyn OrderRepository>,
     idempotency: Arc<dyn IdempotencyStore>,
+    /// Which of the three the test gave.
+    given: Given,
     keys: Arc<dyn ApiKeyStore>,
     limiter: Option<Arc<dyn RateLimiter>>,
     policy: RateLimitPolicy,
     clock: ManualClock,
+}
+
+/// The stores a test swapped for its adapters.
+#[derive(Debug, Clone, Copy, Default)]
+struct Given {
+    pets: bool,
+    orders: bool,
+    idempotency: bool,
 }
 
 impl Default for TestKit {
@@ -68,6 +82,7 @@ impl TestKit {
             idempotency: Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone())),
             orders,
             pets,
+            given: Given::default(),
             keys: Arc::new(MemoryApiKeyStore::new()),
             limiter: None,
             policy: RateLimitPolicy::default(),
@@ -75,12 +90,16 @@ impl TestKit {
         }
     }
 
-    /// Pets in `pets`, an adapter under test for example. Orders stay in the kit's own
-    /// memory store, whose pets they reserve: to test orders over your adapter, give its
-    /// orders too, with [`TestKit::with_orders`].
+    /// Pets in `pets`, an adapter under test for example. Every pet write reaches it,
+    /// keyed createPet included (its records are kept beside it, [`RecordsBeside`], unless
+    /// [`TestKit::with_idempotency`] gives them). Orders move their pets' statuses, which a
+    /// pet adapter's port cannot: given alone, the kit refuses every order operation with
+    /// [`OrdersNeedTheirStores`] (a 500, the message in the log); give the adapter's orders
+    /// and records too, with [`TestKit::with_orders`] and [`TestKit::with_idempotency`].
     #[must_use]
     pub fn with_pets(mut self, pets: Arc<dyn PetRepository>) -> Self {
         self.pets = pets;
+        self.given.pets = true;
         self
     }
 
@@ -88,6 +107,7 @@ impl TestKit {
     #[must_use]
     pub fn with_orders(mut self, orders: Arc<dyn OrderRepository>) -> Self {
         self.orders = orders;
+        self.given.orders = true;
         self
     }
 
@@ -96,6 +116,7 @@ impl TestKit {
     #[must_use]
     pub fn with_idempotency(mut self, idempotency: Arc<dyn IdempotencyStore>) -> Self {
         self.idempotency = idempotency;
+        self.given.idempotency = true;
         self
     }
 
@@ -127,7 +148,15 @@ impl TestKit {
 
     /// The app, wired by [`Wiring`] as `serve` wires it.
     pub fn build(self) -> TestApp {
-        let Self { pets, orders, idempotency, keys, limiter, policy, clock } = self;
+        let Self { pets, mut orders, mut idempotency, given, keys, limiter, policy, clock } = self;
+        // The kit's own orders and records are kept beside its own pets: beside pets of
+        // the test's, they would reserve and record pets the test never sees.
+        if given.pets && !given.orders {
+            orders = Arc::new(NoOrders);
+        }
+        if given.pets && !given.idempotency {
+            idempotency = Arc::new(RecordsBeside::new(pets.clone()));
+        }
         let mut wiring = Wiring::new(pets, orders, idempotency, keys)
             .clock(Arc::new(clock.clone()))
             .policy(policy);

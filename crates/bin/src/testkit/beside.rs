@@ -1,0 +1,112 @@
+//! What the kit puts beside a pet adapter given alone ([`TestKit::with_pets`]): every pet
+//! write reaches that adapter, keyed createPet included, its record kept here; orders, which
+//! move their pets' statuses through no port of a pet adapter, are refused with a message
+//! that says what to give instead.
+//!
+//! [`TestKit::with_pets`]: super::TestKit::with_pets
+
+use std::sync::Arc;
+
+use animal_store_domain::{
+    IdempotencyRecord, IdempotencyStore, IdempotentWrite, KeyId, KeyUse, NewOrder, NewPet, Order,
+    OrderId, OrderRepository, OrderStatus, Pet, PetRepository, PlaceOrderError, RenderOrder,
+    RenderPet, RepositoryError, UpdateOrderError,
+};
+use animal_store_infra::memory::idempotency::{Records, existing, sweep};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use thiserror::Error;
+use tokio::sync::Mutex;
+
+/// Orders over a pet adapter given alone.
+#[derive(Debug, Error)]
+#[error(
+    "TestKit: orders need `with_orders` and `with_idempotency` beside `with_pets`: an order moves its pet's status, which a pet adapter's port cannot"
+)]
+pub struct OrdersNeedTheirStores;
+
+fn refused() -> RepositoryError {
+    RepositoryError::Backend(Box::new(OrdersNeedTheirStores))
+}
+
+/// Idempotency records beside any pet adapter. A keyed write holds the records for its
+/// whole length, the adapter's `create` included, so that a key is used once.
+pub struct RecordsBeside {
+    pets: Arc<dyn PetRepository>,
+    records: Mutex<Records>,
+}
+
+impl RecordsBeside {
+    /// No records yet, beside `pets`.
+    pub fn new(pets: Arc<dyn PetRepository>) -> Self {
+        Self { pets, records: Mutex::default() }
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for RecordsBeside {
+    async fn create_pet(
+        &self,
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+    ) -> Result<KeyUse<Pet>, RepositoryError> {
+        let mut records = self.records.lock().await;
+        if let Some(record) = existing(&mut records, &write) {
+            return Ok(KeyUse::Again(record));
+        }
+        // A pet the adapter refuses leaves no record: both are stored, or neither.
+        let pet = self.pets.create(pet).await?;
+        let record = IdempotencyRecord::of(write, render(&pet));
+        records.insert((record.owner.clone(), record.idempotency_key.clone()), record);
+        Ok(KeyUse::First(pet))
+    }
+
+    async fn place_order(
+        &self,
+        _write: IdempotentWrite,
+        _order: NewOrder,
+        _render: RenderOrder,
+    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
+        Err(refused())
+    }
+
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        Ok(sweep(&mut *self.records.lock().await, before, batch))
+    }
+}
+
+/// The orders beside a pet adapter given alone: every call refused with
+/// [`OrdersNeedTheirStores`].
+pub struct NoOrders;
+
+#[async_trait]
+impl OrderRepository for NoOrders {
+    async fn place(&self, _order: NewOrder) -> Result<Order, PlaceOrderError> {
+        Err(refused().into())
+    }
+
+    async fn get(&self, _owner: &KeyId, _id: OrderId) -> Result<Option<Order>, RepositoryError> {
+        Err(refused())
+    }
+
+    async fn list(
+        &self,
+        _owner: &KeyId,
+        _status: Option<OrderStatus>,
+        _after: Option<OrderId>,
+        _count: usize,
+    ) -> Result<Vec<Order>, RepositoryError> {
+        Err(refused())
+    }
+
+    async fn update_status(
+        &self,
+        _owner: &KeyId,
+        _id: OrderId,
+        _to: OrderStatus,
+        _at: DateTime<Utc>,
+    ) -> Result<Order, UpdateOrderError> {
+        Err(refused().into())
+    }
+}
