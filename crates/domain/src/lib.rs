@@ -66,7 +66,7 @@ pub use ports::{
     ApiKeyStore, Clock, HealthCheck, IdempotencyStore, OrderRepository, PetRepository, Rotation,
 };
 pub use rate_limit::{
-    Decision, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,
+    Decision, GiveBack, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,
     StoreFallback, Subject, Verdict, WindowUsage,
 };
 pub use repository_error::{BoxError, RepositoryError};

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, Decision, IdempotencyStore, IdempotentWrite, KeyDigest, KeyId, KeyUse,
-    NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet, PetId, PetRepository,
-    PetStatus, PlaceOrderError, Quota, RateLimitPolicy, RateLimiter, RenderOrder, RenderPet,
-    RepositoryError, Rotation, Subject, UpdateOrderError,
+    ApiKey, ApiKeyStore, Decision, GiveBack, IdempotencyStore, IdempotentWrite, KeyDigest, KeyId,
+    KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet, PetId,
+    PetRepository, PetStatus, PlaceOrderError, Quota, RateLimitPolicy, RateLimiter, RenderOrder,
+    RenderPet, RepositoryError, Rotation, Subject, UpdateOrderError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -299,9 +299,9 @@ impl RateLimiter for SlowRateLimiter {
         self.inner.peek(subject, quota).await
     }
 
-    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+    async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack) {
         tokio::time::sleep(self.latency).await;
-        self.inner.give_back(subject, taken).await;
+        self.inner.give_back(subject, taken, windows).await;
     }
 
     fn policy(&self) -> RateLimitPolicy {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use animal_store_domain::rate_limit::{DAY, unix_seconds, window_start};
 use animal_store_domain::{
-    Clock, Decision, Quota, RateLimitPolicy, RateLimitState, RateLimiter, Subject,
+    Clock, Decision, GiveBack, Quota, RateLimitPolicy, RateLimitState, RateLimiter, Subject,
 };
 use async_trait::async_trait;
 use moka::Expiry;
@@ -161,13 +161,13 @@ impl RateLimiter for MokaRateLimiter {
         state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
     }
 
-    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+    async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack) {
         if !taken.is_admitted() {
             return;
         }
         let key = CounterKey::of(subject);
         if let Some(state) = self.cache(key).get(&key) {
-            state.lock().unwrap_or_else(PoisonError::into_inner).give_back(taken.at);
+            state.lock().unwrap_or_else(PoisonError::into_inner).give_back(taken.at, windows);
         }
     }
 
@@ -298,13 +298,13 @@ impl RateLimiter for MemoryRateLimiter {
         state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
     }
 
-    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+    async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack) {
         if !taken.is_admitted() {
             return;
         }
         let key = CounterKey::of(subject);
         if let Some(state) = self.shard(key).states.get_mut(&key) {
-            state.give_back(taken.at);
+            state.give_back(taken.at, windows);
         }
     }
 

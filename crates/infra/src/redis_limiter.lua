@@ -10,7 +10,7 @@
 -- ARGV[4]  refusals tolerated after the first before a suspension
 -- ARGV[5]  seconds a suspension lasts
 -- ARGV[6]  1 to count the request, 0 to only look, 2 to give back a slot admitted at the
---          time ARGV[7] (RateLimitState::give_back)
+--          time ARGV[7] (RateLimitState::give_back), 3 to give back its day's count only
 -- ARGV[7]  the time in Unix seconds, or empty for Redis's own clock (TIME): one clock for
 --          every instance
 --
@@ -18,10 +18,10 @@
 -- time used: {m, mc, d, dc, r, su, now}. The caller derives the decision from it with the
 -- same rules; the state stored is the one after the decision. A give-back returns nothing.
 
-if ARGV[6] == '2' then
+if ARGV[6] == '2' or ARGV[6] == '3' then
   local taken = tonumber(ARGV[7])
   local s = redis.call('HMGET', KEYS[1], 'm', 'mc', 'd', 'dc')
-  if tonumber(s[1]) == math.floor(taken / 60) and (tonumber(s[2]) or 0) > 0 then
+  if ARGV[6] == '2' and tonumber(s[1]) == math.floor(taken / 60) and (tonumber(s[2]) or 0) > 0 then
     redis.call('HINCRBY', KEYS[1], 'mc', -1)
   end
   if tonumber(s[3]) == math.floor(taken / 86400) and (tonumber(s[4]) or 0) > 0 then

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use animal_store_domain::rate_limit::{MINUTE, unix_seconds};
 use animal_store_domain::{
-    Clock, Decision, LimiterStore, Quota, RateLimitPolicy, RateLimitState, RateLimiter,
+    Clock, Decision, GiveBack, LimiterStore, Quota, RateLimitPolicy, RateLimitState, RateLimiter,
     StoreFallback, Subject, Verdict,
 };
 use async_trait::async_trait;
@@ -350,20 +350,25 @@ impl RateLimiter for RedisRateLimiter {
         self.decide(subject, quota, false).await
     }
 
-    async fn give_back(&self, subject: &Subject, taken: &Decision) {
+    async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack) {
         if !taken.is_admitted() {
             return;
         }
         if self.is_down() {
             // The slot was taken where decisions go while Redis is down.
             if self.options.failure == LimiterFailure::Local {
-                self.local.give_back(subject, taken).await;
+                self.local.give_back(subject, taken, windows).await;
             }
             return;
         }
         let mut invocation = self.script.key(redis_key(&self.options.key_prefix, subject));
-        // Only the mode and the time of the slot matter to a give-back.
-        invocation.arg(0).arg(0).arg(0).arg(0).arg(0).arg(2).arg(taken.at);
+        // Only the mode (2: both windows, 3: the day's) and the time of the slot matter to a
+        // give-back.
+        let mode = match windows {
+            GiveBack::Both => 2,
+            GiveBack::Day => 3,
+        };
+        invocation.arg(0).arg(0).arg(0).arg(0).arg(0).arg(mode).arg(taken.at);
         let mut connection = self.connection.clone();
         let given: Result<Result<Vec<i64>, _>, _> =
             tokio::time::timeout(self.options.timeout, invocation.invoke_async(&mut connection))

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{ApiKey, Decision, INQUIRY_QUOTA, Recognised, Subject, Verdict};
+use animal_store_domain::{
+    ApiKey, Decision, GiveBack, INQUIRY_QUOTA, Recognised, Subject, Verdict,
+};
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
@@ -134,14 +136,14 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
             }
             match auth::look_up(&state.keys, &presented).await {
                 Ok(Some(key)) => {
-                    state.limiter.give_back(&address, &slot).await;
+                    state.limiter.give_back(&address, &slot, GiveBack::Both).await;
                     key
                 }
                 Ok(None) => return Decided::of(Ok(None), &address, slot),
                 Err(err) => {
                     // Not a guess: the address gets its slot back, and the request is
                     // counted against nothing.
-                    state.limiter.give_back(&address, &slot).await;
+                    state.limiter.give_back(&address, &slot, GiveBack::Both).await;
                     return Decided::of(Err(err), &address, slot.as_it_stands());
                 }
             }

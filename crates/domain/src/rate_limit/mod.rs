@@ -259,12 +259,12 @@ impl RateLimitState {
     }
 
     /// Gives back a slot that [`Self::check`] admitted at `taken_at` (Unix seconds) and that
-    /// its request turned out not to need: each window the request counted in that is still
-    /// this state's current one counts one request fewer. A window that has ended since is
-    /// left alone: its count no longer limits anyone, and the new window never held the
-    /// slot.
-    pub fn give_back(&mut self, taken_at: u64) {
-        if u64::from(self.minute) == taken_at / MINUTE {
+    /// its request turned out not to need, in `windows`: each of them the request counted in
+    /// that is still this state's current one counts one request fewer. A window that has
+    /// ended since is left alone: its count no longer limits anyone, and the new window never
+    /// held the slot.
+    pub fn give_back(&mut self, taken_at: u64, windows: GiveBack) {
+        if windows == GiveBack::Both && u64::from(self.minute) == taken_at / MINUTE {
             self.minute_count = self.minute_count.saturating_sub(1);
         }
         if u64::from(self.day) == taken_at / DAY {
@@ -341,6 +341,16 @@ pub enum StoreFallback {
     Refuse,
 }
 
+/// The windows a slot given back returns to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveBack {
+    /// The minute's and the day's: the request needed no slot at all.
+    Both,
+    /// The day's only: the request counts in its minute, which protects the service, but
+    /// not in the day's quota, which the customer pays for (a `304 Not Modified`).
+    Day,
+}
+
 /// Counts requests and decides which go through. Adapters read the time from a
 /// [`Clock`](crate::Clock) of their own, so tests can move it.
 #[async_trait]
@@ -353,14 +363,15 @@ pub trait RateLimiter: Send + Sync + 'static {
     /// The decision a request of `subject` would get now, without counting it.
     async fn peek(&self, subject: &Subject, quota: Quota) -> Decision;
 
-    /// Gives back the slot of `subject` that [`Self::check`] admitted in `taken`, for a
-    /// request that turned out not to need it (a client address's slot taken before its
-    /// key was looked up, when the key proved valid or could not be checked). The windows
-    /// `taken` counted in, if they are still current, admit one more request; a window that
-    /// has ended since is left alone (see [`RateLimitState::give_back`]). Giving back a
-    /// refused decision does nothing. Never waits longer than a decision does; a store that
-    /// cannot be reached keeps the slot.
-    async fn give_back(&self, subject: &Subject, taken: &Decision);
+    /// Gives back, in `windows`, the slot of `subject` that [`Self::check`] admitted in
+    /// `taken`, for a request that turned out not to need it: both windows for a client
+    /// address's slot taken before its key was looked up, when the key proved valid or could
+    /// not be checked; the day's only for a `304 Not Modified`, which spends nothing of the
+    /// day's quota but still counts in its minute. The windows given back, if they are still
+    /// current, admit one more request; a window that has ended since is left alone (see
+    /// [`RateLimitState::give_back`]). Giving back a refused decision does nothing. Never
+    /// waits longer than a decision does; a store that cannot be reached keeps the slot.
+    async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack);
 
     /// The policy this limiter applies: suspensions, and the quota of a client address.
     fn policy(&self) -> RateLimitPolicy;

@@ -29,6 +29,7 @@ use animal_store_domain::{
     PetId, PetName, PetRepository, PetStatus, Plan, Quota, RateLimitPolicy, RateLimiter,
     RepositoryError, Subject, Verdict,
 };
+use animal_store_domain::{Decision, GiveBack};
 
 /// A new pet with every field set, optional ones included (`Some`), so that the round trips
 /// of the suites cover every field: a field added to `NewPet` does not compile here until it
@@ -374,11 +375,11 @@ where
     }
     assert_eq!(taken.len(), 60, "200 concurrent takes admit exactly the address's quota");
     let refused = refused.expect("140 takes were refused");
-    limiter.give_back(&address, &refused).await;
+    limiter.give_back(&address, &refused, GiveBack::Both).await;
     let peeked = limiter.peek(&address, policy.per_address).await;
     assert!(!peeked.is_admitted(), "a refusal given back frees nothing");
 
-    limiter.give_back(&address, &taken[0]).await;
+    limiter.give_back(&address, &taken[0], GiveBack::Both).await;
     let peeked = limiter.peek(&address, policy.per_address).await;
     assert!(peeked.is_admitted(), "a slot given back is free again");
     let again = limiter.check(&address, policy.per_address).await;
@@ -387,7 +388,7 @@ where
     assert!(!limiter.check(&address, policy.per_address).await.is_admitted(), "only that one");
 
     // Given back in both windows: the day counts the requests that kept their slots.
-    limiter.give_back(&address, &taken[1]).await;
+    limiter.give_back(&address, &taken[1], GiveBack::Both).await;
     let peeked = limiter.peek(&address, policy.per_address).await.as_it_stands();
     assert_eq!((peeked.minute.remaining, peeked.day.remaining), (1, 86_400 - 59));
 
@@ -395,10 +396,36 @@ where
     clock.advance(Duration::from_secs(60));
     let fresh = limiter.check(&address, policy.per_address).await;
     assert_eq!(fresh.minute.remaining, 59);
-    limiter.give_back(&address, &taken[2]).await;
+    limiter.give_back(&address, &taken[2], GiveBack::Both).await;
     let peeked = limiter.peek(&address, policy.per_address).await.as_it_stands();
     assert_eq!(peeked.minute.remaining, 59, "the new minute never held that slot");
     assert_eq!(peeked.day.remaining, 86_400 - 59, "the day it was counted in did");
+
+    // Given back in the day only (a 304): the minute still counts the request, the day
+    // does not.
+    let key = Subject::Key(KeyId::new("givebackday1").expect("a key id"));
+    let quota = Quota::new(3, 5).expect("a quota");
+    let slots: Vec<Decision> = {
+        let mut slots = Vec::new();
+        for _ in 0..3 {
+            slots.push(limiter.check(&key, quota).await);
+        }
+        slots
+    };
+    assert!(slots.iter().all(Decision::is_admitted));
+    limiter.give_back(&key, &slots[0], GiveBack::Day).await;
+    let peeked = limiter.peek(&key, quota).await.as_it_stands();
+    assert_eq!(
+        (peeked.minute.remaining, peeked.day.remaining),
+        (0, 3),
+        "the minute keeps the slot, the day has it back"
+    );
+    assert!(!limiter.check(&key, quota).await.is_admitted(), "the minute still refuses");
+    clock.advance(Duration::from_secs(60));
+    for _ in 0..3 {
+        assert!(limiter.check(&key, quota).await.is_admitted(), "the day's quota held 3 more");
+    }
+    assert!(!limiter.check(&key, quota).await.is_admitted(), "and no more");
 }
 
 /// Checks limiters that share one store, as several instances of the service do: 32 tasks,
