@@ -9,6 +9,7 @@ mod backup;
 mod bounded;
 mod browser;
 mod cli;
+mod conditional;
 mod connections;
 mod descriptors;
 mod docs_page;

@@ -62,7 +62,7 @@ impl Published {
         // One tag per representation, as RFC 9110 asks of strong validators.
         let etag =
             if gzip { format!("\"{}-gz\"", self.etag) } else { format!("\"{}\"", self.etag) };
-        let mut response = if matches_etag(req.headers(), &etag) {
+        let mut response = if crate::etag::none_match_names(req.headers(), &etag) {
             Response::builder().status(StatusCode::NOT_MODIFIED).finish()
         } else if gzip {
             Response::builder()
@@ -106,16 +106,6 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
         }
     }
     gzip.or(any).unwrap_or(false)
-}
-
-/// Whether `If-None-Match` names `etag` (or `*`), weak tags included.
-fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
-    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|value| {
-        value
-            .split(',')
-            .map(str::trim)
-            .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
-    })
 }
 
 /// The `Content-Security-Policy` of a page whose scripts are all inline: those scripts by

@@ -14,6 +14,7 @@ use poem::http::Method;
 use serde_json::Value;
 
 use crate::deprecation::Deprecation;
+use crate::etag::IF_NONE_MATCH;
 use crate::idempotency::IDEMPOTENCY_KEY;
 use crate::rate_limit::GET_RATE_LIMIT;
 use crate::stability::Stability;
@@ -28,6 +29,9 @@ struct RouteMethod {
     takes_idempotency_key: bool,
     /// It reads the caller's rate limit without spending it.
     is_inquiry: bool,
+    /// It declares `If-None-Match`: its answers carry an `ETag`, and a conditional request
+    /// may be answered `304 Not Modified`.
+    is_conditional: bool,
 }
 
 impl RouteMethod {
@@ -39,6 +43,7 @@ impl RouteMethod {
             deprecation: None,
             takes_idempotency_key: false,
             is_inquiry: false,
+            is_conditional: false,
         }
     }
 
@@ -51,6 +56,7 @@ impl RouteMethod {
             deprecation: operation.and_then(Deprecation::of),
             takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
             is_inquiry: operation == Some(GET_RATE_LIMIT),
+            is_conditional: declares_header(op, IF_NONE_MATCH),
         }
     }
 }
@@ -106,6 +112,12 @@ impl RouteEntry {
     /// The deprecation of the operation `method` reaches, if it is deprecated.
     pub fn deprecation(&self, method: &Method) -> Option<&'static Deprecation> {
         self.method(method).and_then(|m| m.deprecation)
+    }
+
+    /// Whether the operation `method` reaches answers conditional requests (it declares
+    /// `If-None-Match`).
+    pub fn is_conditional(&self, method: &Method) -> bool {
+        self.method(method).is_some_and(|m| m.is_conditional)
     }
 
     /// Whether `method` reaches the rate-limit inquiry, which reads the caller's rate limit

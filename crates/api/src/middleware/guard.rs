@@ -6,6 +6,7 @@ use std::sync::Arc;
 use animal_store_domain::{
     ApiKey, Decision, GiveBack, INQUIRY_QUOTA, Recognised, Subject, Verdict,
 };
+use poem::http::StatusCode;
 use poem::{Endpoint, IntoResponse, Request, Response};
 
 use super::{respond, state};
@@ -51,7 +52,7 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
         return Ok(super::timeout::timed_out(limit));
     };
     telemetry::decided(decided.outcome());
-    let Decided { key, decision, refusal, windows, .. } = decided;
+    let Decided { key, mut decision, refusal, windows, subject, .. } = decided;
     if let Some(windows) = windows {
         req.extensions_mut().insert(KeyWindows(windows));
     }
@@ -62,7 +63,14 @@ pub async fn guard<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Re
         (_, Some(refusal)) => refusal.into_response(),
         (Ok(Some(key)), None) => {
             auth::accept(&state.keys, &mut req, key).await;
-            respond(ep.as_ref(), req).await
+            let response = respond(ep.as_ref(), req).await;
+            if response.status() == StatusCode::NOT_MODIFIED {
+                // The client had the answer: nothing of the day's quota, which the customer
+                // pays for, is spent; the minute, which protects the service, keeps it.
+                state.limiter.give_back(&subject, &decision, GiveBack::Day).await;
+                decision = decision.given_back(GiveBack::Day);
+            }
+            response
         }
         (Ok(None), None) => respond(ep.as_ref(), req).await,
         (Err(err), None) => err.into_response(),
@@ -84,6 +92,8 @@ struct Decided {
     windows: Option<Decision>,
     /// Whether the decision is a key's rather than the client address's.
     for_key: bool,
+    /// Whom the decision counted the request against.
+    subject: Subject,
 }
 
 impl Decided {
@@ -91,7 +101,7 @@ impl Decided {
     fn of(key: Result<Option<ApiKey>, ApiError>, subject: &Subject, decision: Decision) -> Self {
         let refusal = rate_limit::refusal(subject, &decision);
         let for_key = matches!(subject, Subject::Key(_) | Subject::Inquiry(_));
-        Self { key, decision, refusal, windows: None, for_key }
+        Self { key, decision, refusal, windows: None, for_key, subject: subject.clone() }
     }
 
     fn outcome(&self) -> Outcome {

@@ -7,6 +7,8 @@
 //!   run holding the key (it stores its outcome, or repeats the key's first response).
 //! - [`drop_answers`]: with `memory://?drop-answer-every=N`, marks every Nth answer of a
 //!   write that stored something for the connection to drop unanswered.
+//! - [`entity_tags`]: an `ETag` on the answers of the reads that declare `If-None-Match`,
+//!   and `304 Not Modified` to a request that holds the current one.
 //! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!   `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
 //!   a key twice, for the operation to refuse.
@@ -36,6 +38,7 @@
 
 mod allow;
 mod body_limit;
+mod conditional;
 mod drop_answers;
 mod guard;
 mod idempotency_keys;
@@ -51,6 +54,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
+pub use conditional::entity_tags;
 pub use drop_answers::{AnswerDrops, drop_answers};
 pub use guard::guard;
 pub use idempotency_keys::idempotency_keys;

@@ -13,6 +13,7 @@ use poem_openapi::{ContactObject, LicenseObject, OpenApiService, ServerObject};
 use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
+use crate::etag::IF_NONE_MATCH;
 use crate::idempotency::IDEMPOTENCY_KEY;
 use crate::operations::{AccountApi, Operations, OrdersApi, PetsApi};
 use crate::routes::declares_header;
@@ -51,6 +52,9 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
     });
     for operation in operations(&mut document) {
         let takes_idempotency_key = declares_header(operation, IDEMPOTENCY_KEY.as_str());
+        if declares_header(operation, IF_NONE_MATCH) {
+            add_entity_tags(operation);
+        }
         let summary = operation["summary"].as_str().unwrap_or_default();
         let stability = Stability::of_summary(summary).0;
         operation["x-stability"] = json!(stability.as_str());
@@ -254,6 +258,29 @@ fn responses(operation: &mut Value) -> impl Iterator<Item = &mut Value> {
 }
 
 /// Every operation can be refused for going over a limit.
+/// The `ETag` of a conditional read's `200`, and its `304`, which the `entity_tags` layer
+/// gives.
+fn add_entity_tags(operation: &mut Value) {
+    let etag = json!({
+        "description": "A strong validator of the exact body (RFC 9110): send it back in \
+                        `If-None-Match` to be answered `304 Not Modified` while the answer is \
+                        unchanged.",
+        "required": true,
+        "schema": {"type": "string"},
+        "example": "\"1b2M2Y8AsgTpgAmY7PhCfg\"",
+    });
+    if operation["responses"]["200"]["headers"].is_null() {
+        operation["responses"]["200"]["headers"] = json!({});
+    }
+    operation["responses"]["200"]["headers"]["ETag"] = etag.clone();
+    operation["responses"]["304"] = json!({
+        "description": "Not modified: `If-None-Match` names the current answer's `ETag`. No \
+                        body. Spends nothing of the key's daily quota; it counts in the minute \
+                        window.",
+        "headers": {"ETag": etag},
+    });
+}
+
 fn add_too_many_requests(operation: &mut Value) {
     operation["responses"]["429"] = json!({
         "description": "Rate limit exceeded (`rate_limited`), or the API key is suspended for \
@@ -302,6 +329,9 @@ fn canonical_header_names(response: &mut Value) {
         let renamed = std::mem::take(headers).into_iter().map(|(name, header)| {
             if name.eq_ignore_ascii_case("www-authenticate") {
                 return ("WWW-Authenticate".to_owned(), header);
+            }
+            if name.eq_ignore_ascii_case("etag") {
+                return ("ETag".to_owned(), header);
             }
             let canonical = name
                 .split('-')

@@ -182,6 +182,10 @@ impl OrdersApi {
     /// Returns a page of the caller's orders ordered by id ascending, optionally only those
     /// with a status; paginated exactly as `listPets` (a `Link` header with `rel="next"`).
     #[oai(path = "/store/orders", method = "get", operation_id = "listOrders")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "poem-openapi takes each parameter of an operation as an argument"
+    )]
     async fn list_orders(
         &self,
         key: BearerKey,
@@ -192,6 +196,10 @@ impl OrdersApi {
         status: Query<Option<RawParam<OrderStatusDto>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
         cursor: Query<Option<String>>,
+        /// The `ETag` of an answer you have: if the answer is still the same, it is `304 Not
+        /// Modified`, without a body, and spends nothing of the key's daily quota.
+        #[oai(name = "If-None-Match")]
+        _if_none_match: Header<Option<String>>,
         request: &poem::Request,
     ) -> Result<ListOrdersOk, OperationError<ListOrdersErrors>> {
         refuse_repeated_parameters(request.uri().query(), &["limit", "status", "cursor"])?;
@@ -218,6 +226,10 @@ impl OrdersApi {
         /// The id of the order.
         #[oai(name = "orderId")]
         order_id: Path<RawParam<i64>>,
+        /// The `ETag` of an answer you have: if the answer is still the same, it is `304 Not
+        /// Modified`, without a body, and spends nothing of the key's daily quota.
+        #[oai(name = "If-None-Match")]
+        _if_none_match: Header<Option<String>>,
     ) -> Result<OrderOk, OperationError<GetOrderErrors>> {
         let id = parse_order_id(order_id.0.as_str())?;
         let order = state.orders.get(&key.0.owner, id).await?;

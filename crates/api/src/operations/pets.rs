@@ -121,6 +121,10 @@ impl PetsApi {
     /// status. When more animals follow, the response carries a `Link` header with
     /// `rel="next"` whose address returns the next page; the body stays a bare array.
     #[oai(path = "/pets", method = "get", operation_id = "listPets")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "poem-openapi takes each parameter of an operation as an argument"
+    )]
     async fn list_pets(
         &self,
         _key: BearerKey,
@@ -131,6 +135,10 @@ impl PetsApi {
         status: Query<Option<RawParam<PetStatusDto>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
         cursor: Query<Option<String>>,
+        /// The `ETag` of an answer you have: if the answer is still the same, it is `304 Not
+        /// Modified`, without a body, and spends nothing of the key's daily quota.
+        #[oai(name = "If-None-Match")]
+        _if_none_match: Header<Option<String>>,
         request: &poem::Request,
     ) -> Result<ListPetsOk, OperationError<ListPetsErrors>> {
         refuse_repeated_parameters(request.uri().query(), &["limit", "status", "cursor"])?;
@@ -197,6 +205,10 @@ impl PetsApi {
         /// The id of the animal.
         #[oai(name = "petId")]
         pet_id: Path<RawParam<i64>>,
+        /// The `ETag` of an answer you have: if the answer is still the same, it is `304 Not
+        /// Modified`, without a body, and spends nothing of the key's daily quota.
+        #[oai(name = "If-None-Match")]
+        _if_none_match: Header<Option<String>>,
     ) -> Result<GetPetOk, OperationError<GetPetErrors>> {
         if GET_PET.is_past_sunset(state.clock.now()) {
             return Err(ApiError::new(

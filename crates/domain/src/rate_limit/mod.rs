@@ -118,6 +118,23 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// This decision once its slot is given back in `windows` (see
+    /// [`RateLimiter::give_back`]): those windows admit one more request. A refusal stays as
+    /// it is.
+    #[must_use]
+    pub fn given_back(mut self, windows: GiveBack) -> Self {
+        if self.is_admitted() {
+            let free = |window: &mut WindowUsage| {
+                window.remaining = window.remaining.saturating_add(1).min(window.limit);
+            };
+            free(&mut self.day);
+            if windows == GiveBack::Both {
+                free(&mut self.minute);
+            }
+        }
+        self
+    }
+
     /// The window that binds: the one with the fewest requests left; on a tie, the one that
     /// resets later.
     pub fn binding(&self) -> WindowUsage {
