@@ -20,6 +20,7 @@ macro_rules! raw_value_is_self {
 pub mod cursor;
 pub mod duplicates;
 pub mod field;
+pub mod json;
 pub mod listing;
 pub mod orders;
 pub mod params;

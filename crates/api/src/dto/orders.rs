@@ -16,8 +16,9 @@ use crate::error::ApiError;
 
 /// Where an order stands: `placed` reserves the animal, `approved` keeps it reserved,
 /// `delivered` sells it, `cancelled` makes it available again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum, serde::Serialize)]
 #[oai(rename = "OrderStatus", rename_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
 pub enum OrderStatusDto {
     /// Placed: the animal is reserved (`pending`).
     Placed,
@@ -42,8 +43,9 @@ impl From<OrderStatus> for OrderStatusDto {
 
 /// An order: an animal reserved by the API key that placed it. Only that key (or the keys
 /// that replaced it by rotation) sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[derive(Debug, Clone, PartialEq, Eq, Object, serde::Serialize)]
 #[oai(rename = "Order", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct OrderBody {
     /// Unique identifier assigned by the service when the order is placed.
     id: i64,

@@ -21,8 +21,9 @@ use crate::dto::params::Documented;
 use crate::error::ApiError;
 
 /// Availability status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Enum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Enum, serde::Serialize)]
 #[oai(rename = "PetStatus", rename_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
 pub enum PetStatusDto {
     /// Animal is available.
     #[default]
@@ -44,8 +45,9 @@ impl From<PetStatus> for PetStatusDto {
 }
 
 /// An animal of the store.
-#[derive(Debug, Clone, PartialEq, Eq, Object)]
+#[derive(Debug, Clone, PartialEq, Eq, Object, serde::Serialize)]
 #[oai(rename = "Pet", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct PetBody {
     /// Unique identifier assigned by the service on creation.
     id: i64,

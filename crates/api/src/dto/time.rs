@@ -33,6 +33,12 @@ impl Type for Timestamp {
     raw_value_is_self!();
 }
 
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0.to_rfc3339_opts(SecondsFormat::Secs, true))
+    }
+}
+
 impl ToJSON for Timestamp {
     fn to_json(&self) -> Option<Value> {
         Some(Value::String(self.0.to_rfc3339_opts(SecondsFormat::Secs, true)))

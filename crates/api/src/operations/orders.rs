@@ -15,6 +15,7 @@ use poem_openapi::{ApiResponse, OpenApi, Tags};
 use crate::auth::BearerKey;
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use crate::dto::field::ParseContext;
+use crate::dto::json::JsonBody;
 use crate::dto::listing::{listing, next_link};
 use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
 use crate::dto::params::{PageSizeSchema, RawParam};
@@ -34,7 +35,7 @@ enum PlaceOrderOk {
     /// Order placed; the animal is now `pending`.
     #[oai(status = 201)]
     Created(
-        Json<OrderBody>,
+        JsonBody<OrderBody>,
         /// The address of the new order: `/v1/store/orders/{id}`.
         #[oai(header = "Location")]
         String,
@@ -46,7 +47,7 @@ enum ListOrdersOk {
     /// A page of the caller's orders, ordered by id ascending.
     #[oai(status = 200)]
     Ok(
-        Json<Vec<OrderBody>>,
+        JsonBody<Vec<OrderBody>>,
         /// `<...>; rel="next"` (RFC 8288): the next page, with the same `limit` and `status`.
         /// Absent on the last page.
         #[oai(header = "Link")]
@@ -58,7 +59,7 @@ enum ListOrdersOk {
 enum OrderOk {
     /// The order.
     #[oai(status = 200)]
-    Ok(Json<OrderBody>),
+    Ok(JsonBody<OrderBody>),
 }
 
 const UNAUTHORIZED: (ErrorCode, &str) = (ErrorCode::Unauthorized, "Missing or invalid API key.");
@@ -174,7 +175,7 @@ impl OrdersApi {
             None => state.orders.place(&key.0.owner, pet).await?,
         };
         let location = location(&order);
-        Ok(PlaceOrderOk::Created(Json(order.into()), location))
+        Ok(PlaceOrderOk::Created(JsonBody(order.into()), location))
     }
 
     /// [experimental] List orders
@@ -212,7 +213,7 @@ impl OrdersApi {
         let page = state.orders.list(&key.0.owner, listing).await?;
         let next =
             page.next_after.map(|after| next_link("/v1/store/orders", &listing, after.get()));
-        Ok(ListOrdersOk::Ok(Json(page.items.into_iter().map(OrderBody::from).collect()), next))
+        Ok(ListOrdersOk::Ok(JsonBody(page.items.into_iter().map(OrderBody::from).collect()), next))
     }
 
     /// [experimental] Get an order
@@ -233,7 +234,7 @@ impl OrdersApi {
     ) -> Result<OrderOk, OperationError<GetOrderErrors>> {
         let id = parse_order_id(order_id.0.as_str())?;
         let order = state.orders.get(&key.0.owner, id).await?;
-        Ok(OrderOk::Ok(Json(order.into())))
+        Ok(OrderOk::Ok(JsonBody(order.into())))
     }
 
     /// [beta] Update an order
@@ -257,7 +258,7 @@ impl OrdersApi {
         let context = ParseContext { now: state.clock.now() };
         let status = body.0.into_inner()?.into_status(&context)?;
         let order = state.orders.update(&key.0.owner, id, status).await?;
-        Ok(OrderOk::Ok(Json(order.into())))
+        Ok(OrderOk::Ok(JsonBody(order.into())))
     }
 }
 
@@ -271,12 +272,9 @@ fn location(order: &Order) -> String {
 fn placed_response(placed: &Result<Order, PlaceOrderError>) -> Option<StoredResponse> {
     match placed {
         Ok(order) => {
-            let body = OrderBody::from(order.clone()).to_json().unwrap_or_default();
-            Some(StoredResponse {
-                status: 201,
-                body: body.to_string(),
-                location: Some(location(order)),
-            })
+            // The bytes the first answer carried (`JsonBody`), for the replays.
+            let body = serde_json::to_string(&OrderBody::from(order.clone())).unwrap_or_default();
+            Some(StoredResponse { status: 201, body, location: Some(location(order)) })
         }
         Err(PlaceOrderError::Repository(_)) => None,
         Err(refused) => {

@@ -3,7 +3,6 @@
 use animal_store_domain::{Answer, Pet, PetId, StoredResponse, excerpt};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::types::ToJSON as _;
 
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use poem_openapi::payload::Json;
@@ -12,6 +11,7 @@ use poem_openapi::{ApiResponse, OpenApi, Tags};
 use crate::auth::BearerKey;
 use crate::deprecation::GET_PET;
 use crate::dto::field::ParseContext;
+use crate::dto::json::JsonBody;
 use crate::dto::listing::{listing, next_link};
 use crate::dto::params::{PageSizeSchema, RawParam};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
@@ -31,7 +31,7 @@ enum ListPetsOk {
     /// A page of animals, ordered by id ascending.
     #[oai(status = 200)]
     Ok(
-        Json<Vec<PetBody>>,
+        JsonBody<Vec<PetBody>>,
         /// `<...>; rel="next"` (RFC 8288): the next page, with the same `limit` and `status`.
         /// Absent on the last page.
         #[oai(header = "Link")]
@@ -44,7 +44,7 @@ enum CreatePetOk {
     /// Animal added.
     #[oai(status = 201)]
     Created(
-        Json<PetBody>,
+        JsonBody<PetBody>,
         /// The address of the new animal: `/v1/pets/{id}`.
         #[oai(header = "Location")]
         String,
@@ -55,7 +55,7 @@ enum CreatePetOk {
 enum GetPetOk {
     /// Animal found.
     #[oai(status = 200)]
-    Ok(Json<PetBody>),
+    Ok(JsonBody<PetBody>),
 }
 
 struct ListPetsErrors;
@@ -150,7 +150,7 @@ impl PetsApi {
         )?;
         let page = state.pets.list(listing).await?;
         let next = page.next_after.map(|after| next_link("/v1/pets", &listing, after.get()));
-        Ok(ListPetsOk::Ok(Json(page.items.into_iter().map(PetBody::from).collect()), next))
+        Ok(ListPetsOk::Ok(JsonBody(page.items.into_iter().map(PetBody::from).collect()), next))
     }
 
     /// Add an animal
@@ -189,7 +189,7 @@ impl PetsApi {
             None => state.pets.add(new_pet).await?,
         };
         let location = location(&pet);
-        Ok(CreatePetOk::Created(Json(pet.into()), location))
+        Ok(CreatePetOk::Created(JsonBody(pet.into()), location))
     }
 
     /// Get an animal (deprecated)
@@ -224,7 +224,7 @@ impl PetsApi {
             ))
         })?;
         let pet = state.pets.get(PetId::new(id)).await?;
-        Ok(GetPetOk::Ok(Json(pet.into())))
+        Ok(GetPetOk::Ok(JsonBody(pet.into())))
     }
 }
 
@@ -235,6 +235,7 @@ fn location(pet: &Pet) -> String {
 
 /// The response of `createPet` for `pet`, as a retry with its key gets it again.
 fn created_response(pet: &Pet) -> StoredResponse {
-    let body = PetBody::from(pet.clone()).to_json().unwrap_or_default();
-    StoredResponse { status: 201, body: body.to_string(), location: Some(location(pet)) }
+    // The bytes the first answer carried (`JsonBody`), for the replays.
+    let body = serde_json::to_string(&PetBody::from(pet.clone())).unwrap_or_default();
+    StoredResponse { status: 201, body, location: Some(location(pet)) }
 }
