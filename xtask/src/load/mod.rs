@@ -19,6 +19,7 @@
 //! some rows; such a run prints its table and leaves the docs alone. On Debian as root, `wrk`
 //! is installed when missing.
 
+mod budgets;
 pub mod cluster;
 mod report;
 mod scenarios;
@@ -55,8 +56,16 @@ pub struct Row {
     pub backend: &'static str,
     pub pets: u64,
     pub scenario: &'static str,
+    /// The medians of the rounds, wrk on one thread.
     pub service: wrk::Figures,
+    /// The median of the rounds' ratios to the ceiling, wrk on one thread.
     pub ratio: f64,
+    /// The lowest and the highest of those ratios.
+    pub spread: (f64, f64),
+    /// The ratio of one more round, wrk on two threads.
+    pub two_threads: f64,
+    /// The budgets the row misses (`budgets.rs`).
+    pub missed: Vec<String>,
     /// Keyed createPet only: the medians of its rounds' ratios to the adds run beside it on
     /// the same server.
     pub paired: Option<Paired>,
@@ -82,13 +91,18 @@ pub fn run(root: &Path) -> Result<()> {
     let dir = std::env::temp_dir().join(format!("animal-store-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
     let (seconds, rounds) = (seconds(), rounds());
-    let result = load(&bins, &dir, (seconds, rounds)).and_then(|rows| {
+    let result = load(&bins, &dir, (seconds, rounds)).and_then(|mut rows| {
+        budgets::judge(&mut rows);
         if narrowed() {
             report::print(&rows);
-            Ok(())
         } else {
-            report::write(root, &rows, (seconds, rounds))
+            report::write(root, &rows, (seconds, rounds))?;
         }
+        let missed: usize = rows.iter().map(|row| row.missed.len()).sum();
+        if missed > 0 {
+            bail!("{missed} budget(s) missed in this run: see the rows marked in the table");
+        }
+        Ok(())
     });
     let _ = std::fs::remove_dir_all(&dir);
     result
@@ -133,10 +147,10 @@ fn is_chosen(name: &str, value: &str) -> bool {
     chosen(name).is_none_or(|names| names.iter().any(|n| n.eq_ignore_ascii_case(value)))
 }
 
-/// How many rounds each scenario alternates the ceiling and the service: `LOAD_ROUNDS`, 3 by
+/// How many rounds each scenario alternates the ceiling and the service: `LOAD_ROUNDS`, 5 by
 /// default.
 fn rounds() -> u32 {
-    setting("LOAD_ROUNDS", 3).max(1)
+    setting("LOAD_ROUNDS", 5).max(1)
 }
 
 /// How long each run of wrk lasts: `LOAD_SECONDS`, 5 by default.

@@ -44,17 +44,25 @@ pub fn write(root: &Path, rows: &[Row], (seconds, rounds): (u32, u32)) -> Result
 
 fn table(rows: &[Row]) -> String {
     let mut table = String::from(
-        "| database | pets | scenario | requests/s | of the ceiling | p50 | p99 | server RSS |\n|---|---|---|---|---|---|---|---|\n",
+        "| database | pets | scenario | requests/s | of the ceiling | its rounds | wrk on 2 threads | p50 | p99 | server RSS | budgets |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in rows {
+        let budgets = if row.missed.is_empty() {
+            "met".to_owned()
+        } else {
+            format!("**missed**: {}", row.missed.join("; "))
+        };
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} ms | {:.2} ms | {:.1} MiB |",
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2}–{:.2} | {:.2} | {:.2} ms | {:.2} ms | {:.1} MiB | {budgets} |",
             row.backend,
             row.pets,
             row.scenario,
             row.service.requests_per_second,
             row.ratio,
+            row.spread.0,
+            row.spread.1,
+            row.two_threads,
             row.service.p50_ms,
             row.service.p99_ms,
             row.rss_mib
@@ -122,7 +130,7 @@ pub fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".to_owned());
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     format!(
-        "on {cores} cores ({cpu}), shared by the servers and wrk; wrk with 2 threads and 32 connections"
+        "on {cores} cores ({cpu}), shared by the servers and wrk; wrk with 32 connections, on 1 thread for the figures the budgets judge (so that wrk and the servers each have a core), and on 2 threads for one more round beside them"
     )
 }
 

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::wrk::Threads;
 use super::{Bins, DatabaseUrl, Instance, Paired, Row, Target};
 use super::{is_chosen, resident_mib, start_instance, wrk};
 use crate::cmd;
@@ -74,14 +75,19 @@ pub(super) fn configuration(
         let (seconds, rounds) =
             if name == KEYED_CREATE { keyed_rounds(seconds, rounds) } else { (seconds, rounds) };
         for round in 0..rounds {
-            let top =
-                wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
+            let top = wrk::measure_with(
+                Threads::One,
+                &format!("{}{LIST}", ceiling.base),
+                &ceiling.auth,
+                None,
+                seconds,
+            )?;
             for (instance, runs) in instances.iter().zip(&mut runs) {
                 let service = &instance.service;
                 let run = |name: &str| {
                     let (path, script) = scenario(name, instance);
                     let url = format!("{}{path}", service.base);
-                    wrk::measure(&url, &service.auth, script, seconds)
+                    wrk::measure_with(Threads::One, &url, &service.auth, script, seconds)
                 };
                 let (figures, beside) = if name == KEYED_CREATE {
                     let (figures, plain, built) = keyed_round(round, &run)?;
@@ -100,7 +106,21 @@ pub(super) fn configuration(
                 runs.push((figures, ratio, paired));
             }
         }
-        for (instance, runs) in instances.iter().zip(&runs) {
+        // One more round with wrk on two threads, for the figure beside the budgets'.
+        let top = wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
+        let mut two_threads = Vec::new();
+        for instance in &instances {
+            let (path, script) = scenario(name, instance);
+            let url = format!("{}{path}", instance.service.base);
+            let figures = wrk::measure(&url, &instance.service.auth, script, seconds)?;
+            two_threads.push(figures.requests_per_second / top.requests_per_second);
+        }
+        for ((instance, runs), two_threads) in instances.iter().zip(&runs).zip(two_threads) {
+            let ratios: Vec<f64> = runs.iter().map(|(_, ratio, _)| *ratio).collect();
+            let spread = (
+                ratios.iter().copied().fold(f64::INFINITY, f64::min),
+                ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            );
             let figures = wrk::Figures {
                 requests_per_second: median(runs.iter().map(|(f, ..)| f.requests_per_second)),
                 p50_ms: median(runs.iter().map(|(f, ..)| f.p50_ms)),
@@ -126,6 +146,9 @@ pub(super) fn configuration(
                 scenario: name,
                 service: figures,
                 ratio,
+                spread,
+                two_threads,
+                missed: Vec::new(),
                 paired,
                 rss_mib,
             });

@@ -15,12 +15,35 @@ pub struct Figures {
     pub p99_ms: f64,
 }
 
+/// How many threads wrk runs: one for the figures the budgets judge, so that wrk and the
+/// server each have one of the two cores; two for the figure beside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    One,
+    Two,
+}
+
 /// Runs wrk (2 threads, 32 connections, `seconds`) against `url` with the `Authorization`
 /// header and an optional Lua script, and reads its report.
 pub fn measure(url: &str, auth: &str, script: Option<&Path>, seconds: u32) -> Result<Figures> {
+    measure_with(Threads::Two, url, auth, script, seconds)
+}
+
+/// [`measure`] with wrk on `threads` threads.
+pub fn measure_with(
+    threads: Threads,
+    url: &str,
+    auth: &str,
+    script: Option<&Path>,
+    seconds: u32,
+) -> Result<Figures> {
     let duration = format!("{seconds}s");
+    let threads = match threads {
+        Threads::One => "-t1",
+        Threads::Two => "-t2",
+    };
     let mut command = Command::new("wrk");
-    command.args(["-t2", "-c32", "-d", &duration, "--latency", "-H", auth]);
+    command.args([threads, "-c32", "-d", &duration, "--latency", "-H", auth]);
     if let Some(script) = script {
         command.arg("-s").arg(script);
     }

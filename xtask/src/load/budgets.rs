@@ -1,0 +1,59 @@
+//! The performance budgets a run of `cargo xtask load` is judged by (docs/benchmarks.md,
+//! "Budgets"): each row is marked with the budgets it misses, and a run that misses any fails.
+
+use super::Row;
+use super::scenarios::KEYED_CREATE;
+
+/// The page kinds: the first page, a filtered page and a deep page.
+const PAGES: [&str; 3] = ["first page", "filtered page", "deep page"];
+/// The most a table of 1,000,000 pets may add to a page's p50 at 10,000.
+const SCALE: f64 = 1.10;
+/// The most resident memory of a server under load, in MiB.
+const RSS_MIB: f64 = 64.0;
+
+/// Marks every row of `rows` with the budgets it misses.
+pub fn judge(rows: &mut [Row]) {
+    let p50s: Vec<(&'static str, u64, &'static str, f64)> =
+        rows.iter().map(|row| (row.backend, row.pets, row.scenario, row.service.p50_ms)).collect();
+    let smallest = rows.iter().map(|row| row.pets).min();
+    for row in rows.iter_mut() {
+        let mut missed = Vec::new();
+        let sqlite = row.backend == "SQLite";
+        let page = PAGES.contains(&row.scenario);
+        let mut at_least = |budget: f64, what: &str, value: f64| {
+            if value < budget {
+                missed.push(format!("{what} {value:.2} < {budget:.2}"));
+            }
+        };
+        match (sqlite, row.scenario) {
+            (true, scenario) if PAGES.contains(&scenario) => at_least(0.70, "ratio", row.ratio),
+            (false, scenario) if PAGES.contains(&scenario) => at_least(0.35, "ratio", row.ratio),
+            (true, "getPet") => at_least(0.80, "ratio", row.ratio),
+            (true, "createPet") => at_least(0.50, "ratio", row.ratio),
+            (_, KEYED_CREATE) => {
+                if let Some(paired) = row.paired {
+                    at_least(0.85, "keyed over createPet", paired.plain);
+                }
+            }
+            _ => {}
+        }
+        if sqlite && page && row.service.p99_ms >= 5.0 {
+            missed.push(format!("p99 {:.2} ms >= 5 ms", row.service.p99_ms));
+        }
+        if page && Some(row.pets) != smallest {
+            let base = p50s.iter().find(|(backend, pets, scenario, _)| {
+                *backend == row.backend && Some(*pets) == smallest && *scenario == row.scenario
+            });
+            if let Some((.., base)) = base {
+                let scale = row.service.p50_ms / base;
+                if scale > SCALE {
+                    missed.push(format!("p50 {scale:.2} of the smallest table's > {SCALE:.2}"));
+                }
+            }
+        }
+        if row.rss_mib >= RSS_MIB {
+            missed.push(format!("RSS {:.1} MiB >= {RSS_MIB} MiB", row.rss_mib));
+        }
+        row.missed = missed;
+    }
+}
