@@ -156,9 +156,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .around(middleware::guard)
         // Outside the guard, so that a deprecated operation's 401s and 429s are marked too.
         .around(middleware::lifecycle_headers)
-        // Boxed: the layers inside make a large future, best kept off the stack. Outside the
-        // others, so that the request's log line sees every response.
-        .around(|ep, req| Box::pin(middleware::trace_request(ep, req)))
+        // Outside the others, so that the request's log line sees every response.
+        .around(middleware::trace_request)
         // On every response, errors included.
         .around(middleware::nosniff)
         // Outermost but one: every response's status and duration is counted.
