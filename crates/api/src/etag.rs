@@ -1,7 +1,7 @@
 //! Entity tags (RFC 9110 §8.8.3): a strong validator of the exact bytes of an answer, and
 //! `If-None-Match` read as RFC 9110 §13.1.2 says (the weak comparison, `*`, lists).
 
-use poem::http::{HeaderMap, header};
+use poem::http::{HeaderMap, HeaderValue, header};
 use sha2::{Digest, Sha256};
 
 /// The header a conditional request names the tags it has in.
@@ -16,7 +16,12 @@ pub fn of(body: &[u8]) -> String {
 
 /// Whether `If-None-Match` names `etag` (or `*`), weak tags included.
 pub fn none_match_names(headers: &HeaderMap, etag: &str) -> bool {
-    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|value| {
+    names(headers.get_all(header::IF_NONE_MATCH), etag)
+}
+
+/// Whether the `If-None-Match` values `values` name `etag` (see [`none_match_names`]).
+pub fn names<'v>(values: impl IntoIterator<Item = &'v HeaderValue>, etag: &str) -> bool {
+    values.into_iter().filter_map(|v| v.to_str().ok()).any(|value| {
         value
             .split(',')
             .map(str::trim)

@@ -121,6 +121,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .filter_map(|(name, value)| Some((name, value?)))
         .collect(),
     ));
+    let drops = Arc::new(middleware::AnswerDrops::new(state.config.drop_answer_every));
     let v1 = Route::new()
         .at("/openapi.json", get(make_sync(move |req| document.respond(&req))))
         .at("/docs", get(make_sync(move |req| docs.respond(&req))))
@@ -136,8 +137,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .nest("/v1", v1)
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
         .around(middleware::idempotency_keys)
-        // Outside the hold, so that a replay is told from a stored write.
-        .around(middleware::drop_answers)
+        // Only with `drop-answer-every`: outside the hold, so that a replay is told from a stored write.
+        .with_if(drops.is_enabled(), middleware::DropAnswers(drops))
         // Tags a read's exact body; inside the guard, which gives a 304's slot back to the
         // day's quota.
         .around(middleware::entity_tags)
@@ -165,7 +166,6 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         // Outermost: the route is looked up once, for every layer inside to read.
         .around(middleware::resolve_route)
         .data(Arc::new(routes))
-        .data(Arc::new(middleware::AnswerDrops::new(state.config.drop_answer_every)))
         .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)
         .into_endpoint()
@@ -174,15 +174,16 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
 
 #[cfg(test)]
 mod tests {
-    /// The layers as `app` stacks them, innermost first: `.around(...)`, `.with(...)`,
-    /// `.catch_all_error(...)` and `.data(...)` (once).
+    /// The layers as `app` stacks them, innermost first: `.around(...)`, `.with_if(...)`,
+    /// `.with(...)`, `.catch_all_error(...)` and `.data(...)` (once).
     fn layers_of_app() -> Vec<String> {
         let source = include_str!("lib.rs");
         let start = source.find("pub fn app(").expect("app");
         let body = &source[start..start + source[start..].find("\n}\n").expect("its end")];
         let mut layers: Vec<String> = Vec::new();
         for line in body.lines().map(str::trim) {
-            let layer = if let Some(rest) = line.strip_prefix(".around(") {
+            let layered = line.strip_prefix(".around(").or_else(|| line.strip_prefix(".with_if("));
+            let layer = if let Some(rest) = layered {
                 let name = rest.split("middleware::").nth(1).expect("a middleware layer");
                 name.split(|c: char| !c.is_alphanumeric() && c != '_').next().map(str::to_owned)
             } else if line.starts_with(".with(CatchPanic") {

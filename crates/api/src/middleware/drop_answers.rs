@@ -2,12 +2,15 @@
 //! that stores something loses its answer. The connection closes without one, as when a
 //! network drops a response, so that a client can test that its retry with the same
 //! `Idempotency-Key` gets the stored answer (`Idempotent-Replayed: true`) and adds nothing.
+//! `app` adds the layer only when the option asks for it: other runs never pass through it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures_util::future::BoxFuture;
+use poem::endpoint::BoxEndpoint;
 use poem::http::Method;
-use poem::{Endpoint, Request, Response};
+use poem::{Endpoint, EndpointExt as _, Middleware, Request, Response};
 
 use super::respond;
 use crate::idempotency::IDEMPOTENT_REPLAYED;
@@ -26,6 +29,11 @@ impl AnswerDrops {
         Self { every, writes: AtomicU64::new(0) }
     }
 
+    /// Whether any answer is dropped.
+    pub fn is_enabled(&self) -> bool {
+        self.every.is_some_and(|every| every > 0)
+    }
+
     /// Counts a stored write; whether its answer is dropped.
     fn drops_next(&self) -> bool {
         let Some(every) = self.every.filter(|every| *every > 0) else {
@@ -35,20 +43,37 @@ impl AnswerDrops {
     }
 }
 
-/// Marks every Nth answer of a write that stored something (a success, not a replay) for
-/// the connection to drop.
-pub async fn drop_answers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let drops = req.data::<Arc<AnswerDrops>>().filter(|drops| drops.every.is_some()).cloned();
-    let writes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    let mut response = respond(ep.as_ref(), req).await;
-    if let Some(drops) = drops {
-        let stored =
-            response.status().is_success() && !response.headers().contains_key(IDEMPOTENT_REPLAYED);
-        if writes && stored && drops.drops_next() {
-            response.extensions_mut().insert(DropAnswer);
-        }
+/// The layer, for `EndpointExt::with_if`.
+pub struct DropAnswers(pub Arc<AnswerDrops>);
+
+impl<E: Endpoint + 'static> Middleware<E> for DropAnswers {
+    type Output = BoxEndpoint<'static, Response>;
+
+    fn transform(&self, ep: E) -> Self::Output {
+        ep.around(drop_answers(&self.0)).boxed()
     }
-    Ok(response)
+}
+
+/// The layer that marks, as `drops` counts them, the answers of writes that stored
+/// something (a success, not a replay) for the connection to drop.
+fn drop_answers<E: Endpoint + 'static>(
+    drops: &Arc<AnswerDrops>,
+) -> impl Fn(Arc<E>, Request) -> BoxFuture<'static, poem::Result<Response>> + Send + Sync + 'static
+{
+    let drops = Arc::clone(drops);
+    move |ep, req| {
+        let drops = Arc::clone(&drops);
+        Box::pin(async move {
+            let writes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+            let mut response = respond(ep.as_ref(), req).await;
+            let stored = response.status().is_success()
+                && !response.headers().contains_key(IDEMPOTENT_REPLAYED);
+            if writes && stored && drops.drops_next() {
+                response.extensions_mut().insert(DropAnswer);
+            }
+            Ok(response)
+        })
+    }
 }
 
 #[cfg(test)]

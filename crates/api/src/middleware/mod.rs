@@ -5,7 +5,7 @@
 //! - [`idempotency_keys`]: takes the `Idempotency-Key` of an operation that declares it:
 //!   refuses a malformed header or a key whose request still runs, or lets the operation
 //!   run holding the key (it stores its outcome, or repeats the key's first response).
-//! - [`drop_answers`]: with `memory://?drop-answer-every=N`, marks every Nth answer of a
+//! - [`DropAnswers`]: with `memory://?drop-answer-every=N`, marks every Nth answer of a
 //!   write that stored something for the connection to drop unanswered.
 //! - [`entity_tags`]: an `ETag` on the answers of the reads that declare `If-None-Match`,
 //!   and `304 Not Modified` to a request that holds the current one.
@@ -55,7 +55,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
 pub use conditional::entity_tags;
-pub use drop_answers::{AnswerDrops, drop_answers};
+pub use drop_answers::{AnswerDrops, DropAnswers};
 pub use guard::guard;
 pub use idempotency_keys::idempotency_keys;
 pub use lifecycle::{API_STABILITY, lifecycle_headers};
