@@ -6,11 +6,12 @@
 //!
 //! `cargo bench -p animal-store --bench allocations`
 
+mod common;
+
 use std::alloc::System;
 
 use animal_store::testkit::TestKit;
-use animal_store_domain::{Plan, Quota};
-use poem::http::Method;
+use common::{get, post, seeded};
 use poem::{Endpoint, Request};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -24,26 +25,6 @@ const REQUESTS: usize = 1_000;
 struct Scenario {
     name: &'static str,
     request: fn(key: &str, n: usize) -> Request,
-}
-
-fn get(path: &str, key: &str) -> Request {
-    Request::builder()
-        .method(Method::GET)
-        .uri(path.parse().expect("a path"))
-        .header("Authorization", format!("Bearer {key}"))
-        .finish()
-}
-
-fn post(key: &str, idempotency_key: Option<String>) -> Request {
-    let mut request = Request::builder()
-        .method(Method::POST)
-        .uri("/v1/pets".parse().expect("a path"))
-        .header("Authorization", format!("Bearer {key}"))
-        .content_type("application/json");
-    if let Some(idempotency_key) = idempotency_key {
-        request = request.header("Idempotency-Key", idempotency_key);
-    }
-    request.body(r#"{"name":"Rex","categoryId":1}"#)
 }
 
 const SCENARIOS: [Scenario; 4] = [
@@ -60,16 +41,7 @@ fn main() {
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     runtime.block_on(async {
-        let app = TestKit::new().build();
-        let quota = Quota::new(1_000_000, 10_000_000).expect("a quota");
-        let plan = Plan::new("enterprise", Some(quota.per_minute.get()), Some(quota.per_day.get()))
-            .expect("a plan");
-        let key = app.issue_key(plan).await;
-        let endpoint = animal_store_api::app(app.state().clone());
-        for n in 0..2_000 {
-            let created = endpoint.get_response(post(&key, None)).await;
-            assert_eq!(created.status(), 201, "seed pet {n}");
-        }
+        let (endpoint, key) = seeded(TestKit::new()).await;
         println!("| operation | allocations per request | bytes allocated per request |");
         println!("|---|---|---|");
         for scenario in SCENARIOS {
