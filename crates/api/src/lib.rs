@@ -28,6 +28,7 @@ mod auth;
 pub mod client_address;
 pub mod deprecation;
 mod dto;
+pub mod encoding;
 pub mod error;
 mod etag;
 mod idempotency;
@@ -95,8 +96,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let service = openapi::service(&state.config);
     let document = openapi::document(&service, state.config.experimental);
     let routes = RouteTable::from_document(&document, "/v1")
-        .with_route("/v1/openapi.json", &[Method::GET])
-        .with_route("/v1/docs", &[Method::GET])
+        .with_route(published::PATHS[0], &[Method::GET])
+        .with_route(published::PATHS[1], &[Method::GET])
         .with_route(probes::PATHS[0], &[Method::GET])
         .with_route(probes::PATHS[1], &[Method::GET])
         .with_route(telemetry::PATH, &[Method::GET]);
@@ -139,9 +140,10 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .around(middleware::idempotency_keys)
         // Only with `drop-answer-every`: outside the hold, so that a replay is told from a stored write.
         .with_if(drops.is_enabled(), middleware::DropAnswers(drops))
-        // Tags a read's exact body; inside the guard, which gives a 304's slot back to the
-        // day's quota.
-        .around(middleware::entity_tags)
+        // Chooses the answer's coding and tags a read's representation; outside the hold, so
+        // that a replay is encoded for the retry that asked; inside the guard, which gives a
+        // 304's slot back to the day's quota.
+        .around(middleware::representations)
         // Reads at most 16 KiB of a body before anything parses it.
         .around(middleware::body_limit)
         // Errors raised by routing and extraction become the Error body.
@@ -160,7 +162,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         // Outside the others, so that the request's log line sees every response.
         .around(middleware::trace_request)
         // On every response, errors included.
-        .around(middleware::nosniff)
+        .around(middleware::standard_headers)
         // Outermost but one: every response's status and duration is counted.
         .around(middleware::record_metrics)
         // Outermost: the route is looked up once, for every layer inside to read.

@@ -10,12 +10,15 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use poem::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use poem::http::{HeaderName, HeaderValue, StatusCode, header};
 use poem::{Request, Response};
 use sha2::{Digest, Sha256};
 
-/// How long a browser may use its copy before asking again (with its `ETag`).
-const CACHE_CONTROL: &str = "public, max-age=300";
+use crate::encoding::{self, Coding};
+
+/// Where the document and the docs page are served. How long a cache may keep them is the
+/// `standard_headers` layer's decision, as for every answer.
+pub const PATHS: [&str; 2] = ["/v1/openapi.json", "/v1/docs"];
 
 /// One document, in both encodings.
 pub struct Published {
@@ -58,7 +61,8 @@ impl Published {
     /// The answer to `req`: 304 when it holds the current version, else the document,
     /// gzipped when the client accepts it.
     pub fn respond(&self, req: &Request) -> Response {
-        let gzip = accepts_gzip(req.headers()) && !self.gzip().is_empty();
+        let gzip = encoding::accepted(req.headers(), &[Coding::Gzip]).coding.is_some()
+            && !self.gzip().is_empty();
         // One tag per representation, as RFC 9110 asks of strong validators.
         let etag =
             if gzip { format!("\"{}-gz\"", self.etag) } else { format!("\"{}\"", self.etag) };
@@ -76,36 +80,11 @@ impl Published {
         if let Ok(etag) = HeaderValue::from_str(&etag) {
             headers.insert(header::ETAG, etag);
         }
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL));
-        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
         for (name, value) in &self.headers {
             headers.insert(name.clone(), value.clone());
         }
         response
     }
-}
-
-/// Whether `Accept-Encoding` accepts gzip: listed without `q=0`, or, when not listed, `*`
-/// without `q=0`.
-fn accepts_gzip(headers: &HeaderMap) -> bool {
-    let mut gzip = None;
-    let mut any = None;
-    for value in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
-        for coding in value.split(',') {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or_default().trim();
-            let refused = parts.any(|p| {
-                let p = p.trim().replace(' ', "");
-                p.strip_prefix("q=").and_then(|q| q.parse::<f32>().ok()) == Some(0.0)
-            });
-            if name.eq_ignore_ascii_case("gzip") {
-                gzip = Some(!refused);
-            } else if name == "*" {
-                any = Some(!refused);
-            }
-        }
-    }
-    gzip.or(any).unwrap_or(false)
 }
 
 /// The `Content-Security-Policy` of a page whose scripts are all inline: those scripts by

@@ -7,8 +7,9 @@
 //!   run holding the key (it stores its outcome, or repeats the key's first response).
 //! - [`DropAnswers`]: with `memory://?drop-answer-every=N`, marks every Nth answer of a
 //!   write that stored something for the connection to drop unanswered.
-//! - [`entity_tags`]: an `ETag` on the answers of the reads that declare `If-None-Match`,
-//!   and `304 Not Modified` to a request that holds the current one.
+//! - [`representations`]: an operation's JSON answer compressed when the request asks for
+//!   it and it is worth it, and, for the reads that declare `If-None-Match`, the `ETag` of
+//!   that representation and `304 Not Modified` to a request that holds it.
 //! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!   `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
 //!   a key twice, for the operation to refuse.
@@ -23,7 +24,8 @@
 //! - [`lifecycle_headers`]: the headers of a deprecated operation, and `API-Stability` of
 //!   a beta or experimental one, on all its responses.
 //! - [`trace_request`]: a request id and one span and log line per request.
-//! - [`nosniff`]: `X-Content-Type-Options: nosniff` on every response.
+//! - [`standard_headers`]: `X-Content-Type-Options: nosniff` and `Cache-Control` on every
+//!   response, the latter by the kind of answer.
 //! - [`record_metrics`]: the request's duration by method, route and status, and the
 //!   requests in flight.
 //! - [`resolve_route`]: looks the request's route up in the route table, once, and puts it
@@ -38,15 +40,15 @@
 
 mod allow;
 mod body_limit;
-mod conditional;
 mod drop_answers;
 mod guard;
 mod idempotency_keys;
 mod lifecycle;
 mod measure;
-mod nosniff;
 mod panic;
+mod representation;
 mod resolve;
+mod standard_headers;
 mod timeout;
 mod trace;
 
@@ -54,15 +56,15 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
-pub use conditional::entity_tags;
 pub use drop_answers::{AnswerDrops, DropAnswers};
 pub use guard::guard;
 pub use idempotency_keys::idempotency_keys;
 pub use lifecycle::{API_STABILITY, lifecycle_headers};
 pub use measure::record_metrics;
-pub use nosniff::nosniff;
 pub use panic::panic_response;
+pub use representation::{COMPRESS_FROM, representations};
 pub use resolve::resolve_route;
+pub use standard_headers::{Kind, cache_headers, standard_headers};
 pub use timeout::request_timeout;
 pub use trace::{request_id, trace_request};
 

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::deprecation::Deprecation;
 use crate::etag::IF_NONE_MATCH;
 use crate::idempotency::IDEMPOTENCY_KEY;
+use crate::middleware::Kind;
 use crate::operations::{AccountApi, Operations, OrdersApi, PetsApi};
 use crate::routes::declares_header;
 use crate::stability::Stability;
@@ -52,13 +53,15 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
     });
     for operation in operations(&mut document) {
         let takes_idempotency_key = declares_header(operation, IDEMPOTENCY_KEY.as_str());
-        if declares_header(operation, IF_NONE_MATCH) {
+        let conditional = declares_header(operation, IF_NONE_MATCH);
+        if conditional {
             add_entity_tags(operation);
         }
         let summary = operation["summary"].as_str().unwrap_or_default();
         let stability = Stability::of_summary(summary).0;
         operation["x-stability"] = json!(stability.as_str());
         add_too_many_requests(operation);
+        add_cache_headers(operation, conditional);
         for response in responses(operation) {
             canonical_header_names(response);
             add_rate_limit_headers(response);
@@ -279,6 +282,37 @@ fn add_entity_tags(operation: &mut Value) {
                         window.",
         "headers": {"ETag": etag},
     });
+}
+
+/// `Cache-Control` on every response, and `Vary` on those a client's cache may keep, as the
+/// `standard_headers` layer sets them (`docs/api.md#caching-and-compression`).
+fn add_cache_headers(operation: &mut Value, conditional: bool) {
+    let Some(responses) = operation["responses"].as_object_mut() else {
+        return;
+    };
+    for (status, response) in responses {
+        let kept = conditional && (status == "200" || status == "304");
+        let (cache_control, vary) = crate::middleware::cache_headers(
+            if kept { Kind::Revalidated } else { Kind::Other },
+            true,
+        );
+        let description = if kept {
+            "`private, no-cache`: the client's own cache may keep the answer and must \
+             revalidate it (`If-None-Match`) before each use; no shared cache keeps it."
+        } else {
+            "`no-store`: no cache keeps the answer."
+        };
+        header(response, "Cache-Control", description, cache_control);
+        if let Some(vary) = vary {
+            header(
+                response,
+                "Vary",
+                "The request headers the answer depends on: the key, and the codings the \
+                 client accepts.",
+                vary,
+            );
+        }
+    }
 }
 
 fn add_too_many_requests(operation: &mut Value) {

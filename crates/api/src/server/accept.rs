@@ -96,7 +96,7 @@ fn refusal(max_connections: usize) -> Vec<u8> {
     let body = serde_json::to_vec(&poem_openapi::types::ToJSON::to_json(&error.body()))
         .unwrap_or_default();
     let mut answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: {}\r\nretry-after: 1\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: {}\r\nretry-after: 1\r\nx-content-type-options: nosniff\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();

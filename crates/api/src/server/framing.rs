@@ -19,7 +19,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use poem::http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, X_CONTENT_TYPE_OPTIONS};
+use poem::http::header::{
+    CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, X_CONTENT_TYPE_OPTIONS,
+};
 use poem::http::{HeaderMap, HeaderName, HeaderValue};
 use poem::{IntoResponse, Request, Response};
 
@@ -137,7 +139,8 @@ pub fn refused(headers: &HeaderMap, heads: &Heads) -> Option<&'static str> {
 }
 
 /// The answer to a request refused for its framing: the Error body, the headers every
-/// answer has (`X-Request-Id`, `nosniff`), and `Connection: close`.
+/// answer has (`X-Request-Id`, `nosniff`, `Cache-Control: no-store`), and
+/// `Connection: close`.
 pub fn refusal(req: &Request, reason: &'static str) -> Response {
     let request_id = crate::middleware::request_id(req);
     tracing::info!(
@@ -150,6 +153,7 @@ pub fn refusal(req: &Request, reason: &'static str) -> Response {
     let headers = response.headers_mut();
     headers.insert(CONNECTION, HeaderValue::from_static("close"));
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if let Ok(value) = HeaderValue::try_from(request_id) {
         headers.insert(HeaderName::from_static("x-request-id"), value);
     }
