@@ -8,6 +8,7 @@ mod ambiguity;
 mod backup;
 mod bounded;
 mod browser;
+mod caching;
 mod cli;
 mod conditional;
 mod connections;

@@ -19,10 +19,20 @@ use crate::idempotency::IDEMPOTENCY_KEY;
 use crate::rate_limit::GET_RATE_LIMIT;
 use crate::stability::Stability;
 
+/// What a method of a route reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reaches {
+    /// An operation of the document.
+    Operation,
+    /// Something else: the document itself, the docs page, a probe, the metrics.
+    Other,
+}
+
 /// One method of a route: what the operation it reaches, if it is one, asks of the layers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct RouteMethod {
     method: Method,
+    reaches: Reaches,
     stability: Stability,
     deprecation: Option<&'static Deprecation>,
     /// It declares the `Idempotency-Key` header.
@@ -39,6 +49,7 @@ impl RouteMethod {
     fn plain(method: Method) -> Self {
         Self {
             method,
+            reaches: Reaches::Other,
             stability: Stability::Stable,
             deprecation: None,
             takes_idempotency_key: false,
@@ -52,6 +63,7 @@ impl RouteMethod {
         let operation = op["operationId"].as_str();
         Self {
             method,
+            reaches: Reaches::Operation,
             stability: op["x-stability"].as_str().and_then(Stability::named).unwrap_or_default(),
             deprecation: operation.and_then(Deprecation::of),
             takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
@@ -102,6 +114,12 @@ impl RouteEntry {
     /// Whether the route answers `method`.
     pub fn allows(&self, method: &Method) -> bool {
         self.method(method).is_some()
+    }
+
+    /// Whether `method` reaches an operation of the document (not the document itself, a
+    /// probe or the metrics).
+    pub fn is_operation(&self, method: &Method) -> bool {
+        self.method(method).is_some_and(|m| m.reaches == Reaches::Operation)
     }
 
     /// Whether the operation `method` reaches takes an `Idempotency-Key` header.

@@ -7,13 +7,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use poem::http::{HeaderValue, StatusCode, header};
+use poem::http::{HeaderValue, Method, StatusCode, header};
 use poem::web::Compress;
 use poem::{Body, Endpoint, IntoResponse, Request, Response};
 
 use super::{resolved, respond};
 use crate::encoding::{self, Coding};
 use crate::etag;
+use crate::routes::Resolved;
 
 /// The size from which a JSON answer is compressed when the request allows a coding. Below
 /// it, the coding's own headers would eat most of the gain; a request that refuses an
@@ -22,69 +23,101 @@ pub const COMPRESS_FROM: usize = 1024;
 
 /// Chooses the coding of an operation's JSON answer, tags a conditional read's `200 OK` and
 /// turns it into a 304 when the request already holds that representation, then compresses
-/// the body when a coding was chosen. Answers that already name their representation (an
-/// `ETag` or a `Content-Encoding` of their own, as the document's) pass as they are.
-pub async fn representations<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let conditional = resolved(&req)
-        .and_then(|resolved| resolved.route().map(|route| route.is_conditional(req.method())))
-        .unwrap_or(false);
+/// the body when a coding was chosen. What is not an operation (the document, which has
+/// its own, the probes, the metrics) passes as it is.
+pub async fn representations<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+    // A HEAD is answered as its GET, whose body is dropped here, after its tag and coding are
+    // chosen, so that it has the GET's headers (poem's router would drop it first).
+    let is_head = req.method() == Method::HEAD;
+    if is_head {
+        req.set_method(Method::GET);
+    }
+    let resolved = resolved(&req);
+    let (operation, conditional) =
+        resolved.as_ref().and_then(Resolved::route).map_or((false, false), |route| {
+            (route.is_operation(req.method()), route.is_conditional(req.method()))
+        });
+    if !operation {
+        if is_head {
+            req.set_method(Method::HEAD);
+        }
+        return Ok(respond(ep.as_ref(), req).await);
+    }
     let accepted = encoding::accepted(req.headers(), &Coding::ALL);
     // Only the tags the client holds are kept past the call; usually there are none.
-    let held: Vec<HeaderValue> = if conditional {
+    let held_tags: Vec<HeaderValue> = if conditional {
         req.headers().get_all(header::IF_NONE_MATCH).iter().cloned().collect()
     } else {
         Vec::new()
     };
     let mut response = respond(ep.as_ref(), req).await;
-    let headers = response.headers();
-    let is_json = headers
+    let is_json = response
+        .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("application/json"));
-    if !is_json
-        || headers.contains_key(header::ETAG)
-        || headers.contains_key(header::CONTENT_ENCODING)
-    {
-        return Ok(response);
+    if is_json {
+        // An operation's JSON is in memory already: taking it costs no copy.
+        let body = response.take_body().into_bytes().await?;
+        let body =
+            represent(&mut response, body, accepted, conditional.then_some(&held_tags)).await;
+        if is_head {
+            if response.status() != StatusCode::NOT_MODIFIED {
+                let length = HeaderValue::from(body.len());
+                response.headers_mut().insert(header::CONTENT_LENGTH, length);
+            }
+        } else {
+            response.set_body(body);
+        }
+    } else if is_head {
+        response.set_body(Body::empty());
     }
-    // An operation's JSON is in memory already: taking it costs no copy.
-    let body = response.take_body().into_bytes().await?;
+    Ok(response)
+}
+
+/// Sets the headers of `body`'s representation on `response` and returns the bytes to send:
+/// for a conditional read (`held`, the tags the client holds), the representation's tag, and
+/// a 304 without a body when the client holds it; otherwise the body, compressed when
+/// `accepted` allows a coding and the body is worth it.
+async fn represent(
+    response: &mut Response,
+    body: Bytes,
+    accepted: encoding::Accepted,
+    held: Option<&Vec<HeaderValue>>,
+) -> Bytes {
     let coding =
         accepted.coding.filter(|_| body.len() >= COMPRESS_FROM || accepted.refuses_identity);
-    let headers = response.headers_mut();
-    headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    if conditional && response.status() == StatusCode::OK {
+    response.headers_mut().append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    if let Some(held) = held.filter(|_| response.status() == StatusCode::OK) {
         let tag = etag::of(&body, coding);
         if let Ok(value) = HeaderValue::from_str(&tag) {
             response.headers_mut().insert(header::ETAG, value);
         }
-        if etag::names(&held, &tag) {
+        if etag::names(held, &tag) {
             response.set_status(StatusCode::NOT_MODIFIED);
             response.headers_mut().remove(header::CONTENT_TYPE);
             response.headers_mut().remove(header::CONTENT_LENGTH);
-            response.set_body(Body::empty());
-            return Ok(response);
+            return Bytes::new();
         }
     }
-    match coding {
-        Some(coding) => match compress(body.clone(), coding).await {
-            Ok(compressed) => {
-                let headers = response.headers_mut();
-                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.name()));
-                headers.remove(header::CONTENT_LENGTH);
-                response.set_body(compressed);
-            }
-            Err(err) => {
-                // Compressing bytes in memory does not fail; if it did, the answer goes
-                // unencoded, and its tag, named for the coding, is dropped.
-                tracing::error!(error = %err, coding = coding.name(), "compressing an answer failed");
-                response.headers_mut().remove(header::ETAG);
-                response.set_body(body);
-            }
-        },
-        None => response.set_body(body),
+    let Some(coding) = coding else {
+        return body;
+    };
+    match compress(body.clone(), coding).await {
+        Ok(compressed) => {
+            let headers = response.headers_mut();
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.name()));
+            headers.remove(header::CONTENT_LENGTH);
+            compressed
+        }
+        Err(err) => {
+            // Compressing bytes in memory does not fail; if it did, the answer goes
+            // unencoded, and its tag, named for the coding, is dropped.
+            tracing::error!(error = %err, coding = coding.name(), "compressing an answer failed");
+            response.headers_mut().remove(header::ETAG);
+            body
+        }
     }
-    Ok(response)
 }
 
 /// `body` in `coding`, by poem's compressor.
