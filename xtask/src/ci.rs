@@ -12,7 +12,7 @@ use crate::cmd;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
 use crate::tidy;
-use crate::{browser, openapi_lint, python};
+use crate::{browser, openapi_lint, python, redbot};
 
 /// Names of the steps that failed so far.
 #[derive(Default)]
@@ -83,6 +83,8 @@ pub fn run(root: &Path) -> ExitCode {
             // Stop now rather than at the end of the function so the servers'
             // shutdown shows up before the summary line.
             drop((postgres, redis));
+            // REDbot on the answers of the test build the tests above built.
+            steps.run("cargo xtask redbot", || redbot::run(root));
             // Faults of stores of its own, on the test build the tests above built.
             steps.run("cargo xtask faults --short", || {
                 let mut faults = cmd::cargo(root);

@@ -14,6 +14,7 @@ mod openapi;
 mod openapi_lint;
 mod postgres;
 mod python;
+mod redbot;
 mod redis;
 mod system;
 mod tidy;
@@ -57,6 +58,8 @@ Tasks:
                           90 s, with clients that check for 500s, 429s under quota, broken
                           connections and lost writes; writes the table to
                           docs/operations.md. --short: 5 s each, on the test build
+  redbot                  REDbot (the HTTP linter, from PyPI) on the answers of a server on
+                          memory://: any bad note or caching warning fails
   tidy                    require //! docs atop every .rs file and no placeholder macros
                           under crates/, xtask/ and tests/
   help                    show this message
@@ -109,6 +112,7 @@ fn run() -> Result<ExitCode> {
         }
         (Some("cluster"), []) => cluster::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("faults"), _) => faults::run(&root, &rest),
+        (Some("redbot"), []) => redbot::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("tidy"), []) => {
             tidy::check(&root)?;
             Ok(ExitCode::SUCCESS)
