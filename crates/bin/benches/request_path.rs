@@ -62,8 +62,21 @@ fn requests(c: &mut Criterion) {
     };
     let list = |key: &str, _| get("/v1/pets?limit=20", key);
     let one = |key: &str, n| get(&format!("/v1/pets/{}", n % 2_000 + 1), key);
+    let hundred = |key: &str, _| get("/v1/pets?limit=100", key);
+    let coded = |coding: &'static str| {
+        move |key: &str, _| {
+            let mut request = get("/v1/pets?limit=100", key);
+            let value = poem::http::HeaderValue::from_static(coding);
+            request.headers_mut().insert(poem::http::header::ACCEPT_ENCODING, value);
+            request
+        }
+    };
     run("listPets (20 of 2,000), memory", &memory, &list);
     run("getPet, memory", &memory, &one);
+    run("listPets (100 of 2,000), memory", &memory, &hundred);
+    for coding in ["gzip", "br", "zstd"] {
+        run(&format!("listPets (100 of 2,000) in {coding}, memory"), &memory, &coded(coding));
+    }
     run("listPets (20 of 2,000), SQLite", &sqlite, &list);
     run("getPet, SQLite", &sqlite, &one);
     group.finish();

@@ -90,6 +90,24 @@ fn table(rows: &[Row]) -> String {
             keyed.backend, keyed.pets, paired.rounds, paired.plain, paired.built,
         );
     }
+    // What compressing a list costs: the gzipped page over the same page unencoded.
+    let gzipped: Vec<&Row> =
+        rows.iter().filter(|r| r.scenario == super::scenarios::GZIPPED_PAGE).collect();
+    if !gzipped.is_empty() {
+        let _ = writeln!(
+            table,
+            "\nA page of 100 asked with `Accept-Encoding: gzip` over the same page unencoded, in requests/s (the table's rows):\n"
+        );
+    }
+    for gzipped in gzipped {
+        let plain = rows.iter().find(|r| {
+            r.pets == gzipped.pets && r.backend == gzipped.backend && r.scenario == "page of 100"
+        });
+        if let Some(plain) = plain {
+            let ratio = gzipped.service.requests_per_second / plain.service.requests_per_second;
+            let _ = writeln!(table, "- {}, {} pets: {ratio:.2}", gzipped.backend, gzipped.pets);
+        }
+    }
     // The cost of the page kinds at the largest table against the smallest.
     let sizes: Vec<u64> = rows.iter().map(|r| r.pets).collect();
     if let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max())

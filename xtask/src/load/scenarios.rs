@@ -18,14 +18,28 @@ pub(super) const KEYED_CREATE: &str = "keyed createPet";
 /// is what the key costs, wrk's building of each request included; keyed over this one
 /// leaves out the building, which wrk does on the cores the service runs on.
 const BUILT_CREATE: &str = "createPet, built per request";
-const SCENARIOS: [&str; 7] =
-    ["first page", "filtered page", "deep page", "getPet", "90/10 mix", "createPet", KEYED_CREATE];
+/// A page of 100, asked with `Accept-Encoding: gzip`: beside "page of 100", what compressing
+/// a list costs the server.
+pub(super) const GZIPPED_PAGE: &str = "page of 100 gzipped";
+const SCENARIOS: [&str; 9] = [
+    "first page",
+    "filtered page",
+    "deep page",
+    "page of 100",
+    GZIPPED_PAGE,
+    "getPet",
+    "90/10 mix",
+    "createPet",
+    KEYED_CREATE,
+];
 
 /// The path and the script of a scenario on an instance.
 fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>) {
     let scripts = &instance.scripts;
     match name {
         "first page" => (LIST.to_owned(), None),
+        "page of 100" => ("/v1/pets?limit=100".to_owned(), None),
+        GZIPPED_PAGE => ("/v1/pets?limit=100".to_owned(), Some(&scripts.gzip)),
         "filtered page" => ("/v1/pets?status=pending&limit=20".to_owned(), None),
         // A cursor 100 pets before the end (its format is the API's own,
         // crates/api/src/dto/cursor.rs).

@@ -109,6 +109,7 @@ pub struct Scripts {
     pub built_create: std::path::PathBuf,
     pub get_pet: std::path::PathBuf,
     pub mix: std::path::PathBuf,
+    pub gzip: std::path::PathBuf,
 }
 
 const NEW_PET: &str = r#"{"name":"Load test","categoryId":7,"status":"pending"}"#;
@@ -154,6 +155,9 @@ impl Scripts {
                 "local n = 0\nlocal get = {{[\"Authorization\"] = \"Bearer {key}\"}}\nlocal post = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\"}}\nrequest = function()\n  n = n + 1\n  if n % 10 == 0 then\n    return wrk.format(\"POST\", \"/v1/pets\", post, '{NEW_PET}')\n  end\n  return wrk.format(\"GET\", \"/v1/pets?limit=20\", get)\nend\n"
             ),
         )?;
-        Ok(Self { create, keyed_create, built_create, get_pet, mix })
+        // The command line's request, asking for gzip as most HTTP clients do.
+        let gzip = dir.join("gzip.lua");
+        std::fs::write(&gzip, "wrk.headers[\"Accept-Encoding\"] = \"gzip\"\n")?;
+        Ok(Self { create, keyed_create, built_create, get_pet, mix, gzip })
     }
 }
