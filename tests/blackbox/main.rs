@@ -25,6 +25,7 @@ mod idempotency;
 mod key_lifecycle;
 mod lockout;
 mod metrics;
+mod migrations;
 mod names;
 mod orders;
 mod outages;

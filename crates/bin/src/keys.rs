@@ -13,7 +13,7 @@ use anyhow::{Context, anyhow};
 
 use crate::Failure;
 use crate::cli::{Cli, KeysCommand};
-use crate::stores::Stores;
+use crate::stores::{Schema, Stores};
 
 /// Runs a key command.
 pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
@@ -24,7 +24,7 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
     }
     // Check the arguments before touching the database.
     let action = Action::read(command).map_err(Failure::Startup)?;
-    let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
+    let stores = Stores::open(cli, Schema::MigrateNew).await.map_err(Failure::Startup)?;
     let keys = KeyService::new(stores.keys(), Arc::new(SystemClock), cli.environment);
     let result = action.run(&keys).await;
     stores.close().await;

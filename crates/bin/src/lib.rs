@@ -67,12 +67,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve(args) => serve::run(&cli, &args).await,
         Command::Keys { command } => keys::run(&cli, command).await,
         Command::Backup { path } => backup(&cli, &path).await,
-        Command::Migrate => {
-            let stores = stores::Stores::open(&cli).await.map_err(Failure::Startup)?;
-            eprintln!("the database is up to date");
-            stores.close().await;
-            Ok(())
-        }
+        Command::Migrate(args) => migrate(&cli, &args).await,
         // Printed before the runtime and the logs start, in `main`.
         Command::Config(_) => Ok(()),
         Command::Openapi(args) => {
@@ -87,6 +82,43 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
+}
+
+/// `migrate [--dry-run]`: lists the migrations the database lacks, one per line on stdout,
+/// then applies them unless it is a dry run.
+async fn migrate(cli: &Cli, args: &cli::MigrateArgs) -> Result<(), Failure> {
+    use stores::{Schema, Stores};
+    let stores = Stores::open(cli, Schema::AsIs).await.map_err(Failure::Startup)?;
+    let result = async {
+        let Some(status) = stores.schema_status().await.map_err(Failure::Startup)? else {
+            eprintln!("memory:// keeps no schema: nothing to migrate");
+            return Ok(());
+        };
+        if !status.unknown.is_empty() {
+            return Err(Failure::Startup(anyhow::anyhow!(
+                "the database has migrations this version does not know ({}): a newer version \
+                 migrated it; run that version or a newer one",
+                status.unknown.join(", ")
+            )));
+        }
+        for name in &status.pending {
+            println!("{name}");
+        }
+        match (status.pending.len(), args.dry_run) {
+            (0, _) => eprintln!("the database is up to date: nothing to apply"),
+            (count, true) => eprintln!("would apply {count} migration(s); applied none"),
+            (count, false) => {
+                if let stores::Stores::Sql(db) = &stores {
+                    db.migrate().await.map_err(|err| Failure::Startup(anyhow::Error::new(err)))?;
+                }
+                eprintln!("applied {count} migration(s): the database is up to date");
+            }
+        }
+        Ok(())
+    }
+    .await;
+    stores.close().await;
+    result
 }
 
 /// `backup PATH`: checks the target, then copies the database into it.
@@ -109,7 +141,7 @@ async fn backup(cli: &Cli, path: &std::path::Path) -> Result<(), Failure> {
     if path.exists() {
         return refuse(format!("cannot back up to {}: it exists already", path.display()));
     }
-    let stores = stores::Stores::open(cli).await.map_err(Failure::Startup)?;
+    let stores = stores::Stores::open(cli, stores::Schema::AsIs).await.map_err(Failure::Startup)?;
     let result = match &stores {
         stores::Stores::Sql(db) => db.backup(path).await.map_err(|err| match err {
             animal_store_infra::BackupError::Copy(_) => Failure::Runtime(err.into()),

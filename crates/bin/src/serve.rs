@@ -12,12 +12,12 @@ use animal_store_infra::SystemClock;
 use anyhow::Context;
 
 use crate::cli::{
-    Cli, ConnectionArgs, DocumentArgs, ForwardedHeaderName, LimiterFailureMode, RateLimiterKind,
-    ServeArgs,
+    Cli, ConnectionArgs, DocumentArgs, ForwardedHeaderName, LimiterFailureMode, MigrationPolicy,
+    RateLimiterKind, ServeArgs,
 };
 use crate::exporter::PrometheusExporter;
 use crate::fixtures::{DEMO_KEY, Fixtures};
-use crate::stores::Stores;
+use crate::stores::{Schema, Stores};
 use crate::wiring::Wiring;
 use crate::{Failure, descriptors};
 
@@ -161,7 +161,11 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         tracing::warn!("reading the time from --clock-file: for tests only");
     }
     let fixtures = fixtures(cli, args, clock.now()).map_err(Failure::Startup)?;
-    let stores = Stores::open(cli).await.map_err(Failure::Startup)?;
+    let schema = match args.migrate {
+        MigrationPolicy::Auto => Schema::Migrate,
+        MigrationPolicy::Never => Schema::Require,
+    };
+    let stores = Stores::open(cli, schema).await.map_err(Failure::Startup)?;
     let started = async {
         let state = state(args, cli, &stores, clock).await?;
         let mut keys = greet(&stores, &state.keys).await?;

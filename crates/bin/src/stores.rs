@@ -10,11 +10,50 @@ use animal_store_infra::faults::{
 };
 use animal_store_infra::{
     Database, DatabaseOptions, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
-    MemoryPetRepository, PoolMetrics,
+    MemoryPetRepository, PoolMetrics, SchemaStatus,
 };
 use anyhow::Context;
 
 use crate::cli::Cli;
+
+/// Brings `db`'s schema to what `schema` says, or says in one line why it cannot.
+async fn prepare(db: &Database, schema: Schema) -> anyhow::Result<()> {
+    let status =
+        db.schema_status().await.context("cannot read which migrations the database has")?;
+    if !status.unknown.is_empty() {
+        anyhow::bail!(
+            "the database has migrations this version does not know ({}): a newer version \
+             migrated it; run that version or a newer one",
+            status.unknown.join(", ")
+        );
+    }
+    let missing = || {
+        format!(
+            "the database lacks {} migration(s) this version needs ({})",
+            status.pending.len(),
+            status.pending.join(", ")
+        )
+    };
+    match schema {
+        Schema::AsIs => Ok(()),
+        Schema::Migrate => {
+            db.migrate().await.context("cannot bring the database schema up to date")
+        }
+        Schema::MigrateNew if status.applied == 0 => {
+            db.migrate().await.context("cannot bring the database schema up to date")
+        }
+        Schema::Require | Schema::MigrateNew if status.pending.is_empty() => Ok(()),
+        Schema::Require => anyhow::bail!(
+            "{}: run `animal-store migrate` with this version first, or serve with --migrate auto",
+            missing()
+        ),
+        Schema::MigrateNew => anyhow::bail!(
+            "{}: `keys` commands migrate only a new database; run `animal-store migrate` with \
+             this version first",
+            missing()
+        ),
+    }
+}
 
 /// The open stores.
 pub enum Stores {
@@ -39,9 +78,27 @@ pub enum Stores {
     Sql(Database),
 }
 
+/// What a command does with the database's schema when it opens it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// Applies the migrations it lacks (`serve --migrate auto`, `migrate`).
+    Migrate,
+    /// Applies nothing, and refuses a database that lacks a migration (`serve --migrate
+    /// never`).
+    Require,
+    /// Applies the migrations of a new database, one no migration touched yet, and refuses
+    /// one that lacks some (`keys`): a database that has a schema may have servers running on
+    /// it, and only an operator's `migrate` moves their schema on.
+    MigrateNew,
+    /// Leaves the schema as it is (`backup`, `migrate --dry-run`).
+    AsIs,
+}
+
 impl Stores {
-    /// Opens the database `--database-url` names and applies pending migrations.
-    pub async fn open(cli: &Cli) -> anyhow::Result<Self> {
+    /// Opens the database `--database-url` names and brings its schema to what `schema`
+    /// says. A database a newer version migrated (it has migrations this binary does not
+    /// know) is refused whatever `schema` says.
+    pub async fn open(cli: &Cli, schema: Schema) -> anyhow::Result<Self> {
         if cli.database_url.is_memory() {
             let MemoryOptions { faults, drop_answer_every } =
                 memory_options(cli.database_url.expose())?;
@@ -56,8 +113,19 @@ impl Stores {
         let db = Database::connect_with(cli.database_url.expose(), options)
             .await
             .with_context(|| format!("cannot open the database {}", cli.database_url))?;
-        db.migrate().await.context("cannot bring the database schema up to date")?;
+        if let Err(err) = prepare(&db, schema).await {
+            db.close().await;
+            return Err(err);
+        }
         Ok(Self::Sql(db))
+    }
+
+    /// Which migrations the SQL database has; `None` on `memory://`.
+    pub async fn schema_status(&self) -> anyhow::Result<Option<SchemaStatus>> {
+        match self {
+            Self::Sql(db) => Ok(Some(db.schema_status().await?)),
+            Self::Memory { .. } => Ok(None),
+        }
     }
 
     /// Every how many stored writes an answer is dropped, on `memory://?drop-answer-every=N`.

@@ -61,7 +61,7 @@ pub enum Command {
         command: KeysCommand,
     },
     /// Apply pending database migrations, then exit.
-    Migrate,
+    Migrate(MigrateArgs),
     /// Print every setting of `serve`, its value and where it came from, with passwords
     /// masked; exit 2 when one is invalid. For checking a configuration before deploying.
     Config(ServeArgs),
@@ -72,6 +72,24 @@ pub enum Command {
     },
     /// Print the OpenAPI document.
     Openapi(DocumentArgs),
+}
+
+/// The settings of `migrate`.
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    /// List the migrations that would be applied, and apply none.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// What `serve` does with a database that lacks migrations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MigrationPolicy {
+    /// Apply them, then serve: for a single server (the default SQLite start).
+    Auto,
+    /// Apply nothing, and refuse to start when one is missing: for several servers on one
+    /// database, migrated by `animal-store migrate` before they are deployed.
+    Never,
 }
 
 /// The settings that show in the OpenAPI document.
@@ -113,6 +131,13 @@ pub struct ServeArgs {
     /// Refused with any other database.
     #[arg(long, env = "ANIMAL_STORE_FIXTURES")]
     pub fixtures: Option<std::path::PathBuf>,
+
+    /// What to do with a database that lacks migrations this version needs: `auto` applies
+    /// them at start (one server at a time takes the database's migration lock); `never`
+    /// applies nothing and refuses to start, naming what is missing (run `animal-store
+    /// migrate` first). See docs/operations.md.
+    #[arg(long = "migrate", env = "ANIMAL_STORE_MIGRATE", value_enum, default_value_t = MigrationPolicy::Auto)]
+    pub migrate: MigrationPolicy,
 
     /// Seconds of normal service after SIGINT or SIGTERM, while `/readyz` already answers 503
     /// so that a load balancer moves traffic away; then the graceful stop begins.

@@ -87,6 +87,25 @@ fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
     }
 }
 
+/// Whether SQLite refused `err`'s statement for a lock another connection holds
+/// (`SQLITE_BUSY`, `SQLITE_LOCKED`).
+pub(super) fn is_sqlite_busy(err: &DbErr) -> bool {
+    use sea_orm::sqlx::Error;
+    use sea_orm::sqlx::sqlite::SqliteError;
+    let (DbErr::Conn(RuntimeErr::SqlxError(e))
+    | DbErr::Exec(RuntimeErr::SqlxError(e))
+    | DbErr::Query(RuntimeErr::SqlxError(e))) = err
+    else {
+        return false;
+    };
+    match &**e {
+        Error::Database(db) if db.try_downcast_ref::<SqliteError>().is_some() => db
+            .code()
+            .is_some_and(|code| code.parse::<i32>().is_ok_and(|code| matches!(code & 0xff, 5 | 6))),
+        _ => false,
+    }
+}
+
 /// Whether SQLite's (extended) result code says the trouble is the database's state, not
 /// the statement.
 fn is_transient_sqlite_code(code: &str) -> bool {

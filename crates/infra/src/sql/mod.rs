@@ -13,6 +13,9 @@
 //!   (`pg_readers.rs`); keys and the readiness check use a pool of up to four; one writer
 //!   connection.
 //!
+//! Migrations are applied one process at a time, under a lock held in the database
+//! (`migrating.rs`), so that replicas starting together on one database all come up.
+//!
 //! Every write goes through one thread, the writer, which owns the writer connection, commits
 //! queued writes together (group commit) and replaces its connection after any failure. See
 //! `writer.rs` for the invariant that keeps an acknowledged write stored.
@@ -25,6 +28,7 @@ mod idempotency;
 mod insert;
 mod job;
 mod keys;
+mod migrating;
 mod migration;
 mod orders;
 mod outage;
@@ -40,7 +44,6 @@ use std::sync::Arc;
 
 use animal_store_domain::RepositoryError;
 use sea_orm::{DatabaseConnection, DbErr};
-use sea_orm_migration::MigratorTrait;
 use thiserror::Error;
 use tokio::sync::oneshot;
 
@@ -81,6 +84,18 @@ pub enum DatabaseError {
     /// The schema could not be brought up to date.
     #[error("cannot migrate the database")]
     Migrate(#[source] DbErr),
+}
+
+/// Which migrations a database has, against those this binary knows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SchemaStatus {
+    /// How many of this binary's migrations the database has.
+    pub applied: usize,
+    /// This binary's migrations the database lacks, oldest first.
+    pub pending: Vec<String>,
+    /// Migrations the database has that this binary does not know: a newer version of the
+    /// service applied them.
+    pub unknown: Vec<String>,
 }
 
 /// Why a backup was not made.
@@ -167,12 +182,53 @@ impl Database {
     /// [`DatabaseError::Migrate`] when a migration fails; it is rolled back where the
     /// database allows.
     pub async fn migrate(&self) -> Result<(), DatabaseError> {
+        self.migrate_steps(None).await
+    }
+
+    /// Applies the first `steps` pending migrations (all when `None`) on a connection of
+    /// their own, holding the database's migration lock (see `migrating.rs`).
+    async fn migrate_steps(&self, steps: Option<u32>) -> Result<(), DatabaseError> {
         let connection = self.connector.open(1, false).await.map_err(DatabaseError::Connect)?;
-        let migrated = migration::Migrator::up(&connection, None).await;
+        let migrated = migrating::apply(&connection, self.connector.backend, steps).await;
         if let Err(err) = connection.close().await {
             tracing::warn!(error = %err, "closing the migration connection failed");
         }
         migrated.map_err(DatabaseError::Migrate)
+    }
+
+    /// Which migrations the database has, read without changing anything (a database no
+    /// migration touched yet has none).
+    ///
+    /// # Errors
+    ///
+    /// [`DatabaseError::Migrate`] when the record of the applied migrations cannot be read.
+    pub async fn schema_status(&self) -> Result<SchemaStatus, DatabaseError> {
+        use sea_orm::ConnectionTrait as _;
+        use sea_orm_migration::{MigratorTrait as _, SchemaManager};
+        let table = migration::Migrator::migration_table_name();
+        let known: Vec<String> = migration::Migrator::migrations()
+            .iter()
+            .map(|migration| migration.name().to_owned())
+            .collect();
+        let manager = SchemaManager::new(&self.readers);
+        let exists = manager.has_table(table.to_string()).await.map_err(DatabaseError::Migrate)?;
+        let mut recorded = Vec::new();
+        if exists {
+            let backend = self.readers.get_database_backend();
+            let select = sea_orm::Statement::from_string(
+                backend,
+                format!("SELECT version FROM {table} ORDER BY version"),
+            );
+            for row in self.readers.query_all_raw(select).await.map_err(DatabaseError::Migrate)? {
+                recorded
+                    .push(row.try_get::<String>("", "version").map_err(DatabaseError::Migrate)?);
+            }
+        }
+        Ok(SchemaStatus {
+            applied: known.iter().filter(|name| recorded.contains(name)).count(),
+            pending: known.iter().filter(|name| !recorded.contains(name)).cloned().collect(),
+            unknown: recorded.into_iter().filter(|name| !known.contains(name)).collect(),
+        })
     }
 
     /// Applies the first `count` migrations only, as an older version of the service would
@@ -183,15 +239,13 @@ impl Database {
     /// [`DatabaseError::Migrate`] when a migration fails.
     #[cfg(feature = "testing")]
     pub async fn migrate_first(&self, count: u32) -> Result<(), DatabaseError> {
-        let connection = self.connector.open(1, false).await.map_err(DatabaseError::Connect)?;
-        let migrated = migration::Migrator::up(&connection, Some(count)).await;
-        let _ = connection.close().await;
-        migrated.map_err(DatabaseError::Migrate)
+        self.migrate_steps(Some(count)).await
     }
 
     /// The names of the migrations, oldest first, as the database records them.
     #[cfg(feature = "testing")]
     pub fn migration_names() -> Vec<String> {
+        use sea_orm_migration::MigratorTrait as _;
         migration::Migrator::migrations().iter().map(|m| m.name().to_owned()).collect()
     }
 

@@ -1,0 +1,169 @@
+//! Migrations through the real binary: replicas started at once on a new database all come
+//! up, `serve --migrate never` refuses a database that lacks a migration and changes
+//! nothing, `migrate --dry-run` lists what `migrate` then applies, `keys` commands migrate a
+//! new database only, and a database a newer version migrated is refused.
+
+use std::process::{Command, Output};
+
+use animal_store_infra::{Database, SchemaStatus};
+
+use crate::harness::{BIN, Client, Db, Server};
+
+/// How many servers start at once.
+const REPLICAS: usize = 8;
+
+/// The migrations `db` has, as the service reads them.
+async fn status(db: &Db) -> SchemaStatus {
+    let database = Database::connect(&db.url).await.expect("the database opens");
+    let status = database.schema_status().await.expect("the status reads");
+    database.close().await;
+    status
+}
+
+/// `serve --migrate never` on `db`, which must exit by itself (it refuses to start).
+fn serve_never(db: &Db) -> Output {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0", "--migrate", "never"])
+        .env_clear()
+        .env("DATABASE_URL", &db.url)
+        .current_dir(db.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    for _ in 0..200 {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("its output");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!("serve --migrate never did not refuse within 10 s");
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).trim().to_owned()
+}
+
+/// Starts [`REPLICAS`] servers at once on `db`, which no migration touched yet, and checks
+/// that each serves and that the schema is whole.
+async fn replicas_start_together(db: &Db) {
+    let servers: Vec<Server> = std::thread::scope(|scope| {
+        let starting: Vec<_> = (0..REPLICAS)
+            .map(|_| scope.spawn(|| Server::start(&db.url, db.path().to_path_buf(), &[])))
+            .collect();
+        starting.into_iter().map(|server| server.join().expect("a server starts")).collect()
+    });
+    let key = db.key("free");
+    for (n, server) in servers.iter().enumerate() {
+        let client = Client::new(&key);
+        let created = client
+            .post(&server.url("/v1/pets"), &format!(r#"{{"name":"Pet {n}","categoryId":1}}"#))
+            .await;
+        assert_eq!(created.status(), 201, "server {n}");
+        let listed = client.get(&server.url("/v1/pets?limit=100")).await;
+        assert_eq!(listed.status(), 200, "server {n}");
+    }
+    let listed: serde_json::Value = Client::new(&key)
+        .get(&servers[0].url("/v1/pets?limit=100"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(listed.as_array().map(Vec::len), Some(REPLICAS), "{listed}");
+    let status = status(db).await;
+    assert!(status.pending.is_empty() && status.unknown.is_empty(), "{status:?}");
+    assert_eq!(status.applied, Database::migration_names().len());
+}
+
+#[tokio::test]
+async fn replicas_starting_together_on_a_new_sqlite_database_all_serve() {
+    replicas_start_together(&Db::sqlite()).await;
+}
+
+#[tokio::test]
+async fn replicas_starting_together_on_a_new_postgresql_database_all_serve() {
+    let Some(db) = Db::postgres().await else { return };
+    replicas_start_together(&db).await;
+}
+
+#[tokio::test]
+async fn a_database_that_lacks_a_migration_is_migrated_only_when_asked() {
+    let db = Db::sqlite();
+    let names = Database::migration_names();
+    let older = u32::try_from(names.len() - 1).expect("a count");
+    {
+        let database = Database::connect(&db.url).await.expect("the database opens");
+        database.migrate_first(older).await.expect("the older schema");
+        database.close().await;
+    }
+    let last = names.last().expect("a migration").clone();
+
+    // serve --migrate never: one line naming the migration, exit 2, nothing changed.
+    let refused = serve_never(&db);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let line = stderr(&refused);
+    assert_eq!(line.lines().filter(|l| l.starts_with("error:")).count(), 1, "{line}");
+    assert!(line.contains(&last) && line.contains("animal-store migrate"), "{line}");
+    assert_eq!(status(&db).await.pending, std::slice::from_ref(&last));
+
+    // A keys command does not move on a schema servers may run on.
+    let keys = db.run(&["keys", "list"]);
+    assert_eq!(keys.status.code(), Some(2), "{}", stderr(&keys));
+    assert!(stderr(&keys).contains(&last), "{}", stderr(&keys));
+    assert_eq!(status(&db).await.pending, std::slice::from_ref(&last));
+
+    // migrate --dry-run lists it and applies nothing; migrate applies it.
+    let dry = db.run(&["migrate", "--dry-run"]);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    assert_eq!(String::from_utf8_lossy(&dry.stdout).trim(), last);
+    assert_eq!(status(&db).await.pending, std::slice::from_ref(&last));
+    let migrated = db.run(&["migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    assert_eq!(String::from_utf8_lossy(&migrated.stdout).trim(), last);
+    let now = status(&db).await;
+    assert!(now.pending.is_empty(), "{now:?}");
+    let again = db.run(&["migrate", "--dry-run"]);
+    assert!(again.status.success() && again.stdout.is_empty(), "{}", stderr(&again));
+
+    // Now the servers that migrate nothing start.
+    let key = db.key("free");
+    let server = Server::start(&db.url, db.path().to_path_buf(), &["--migrate", "never"]);
+    assert_eq!(Client::new(&key).get(&server.url("/v1/pets")).await.status(), 200);
+}
+
+#[tokio::test]
+async fn keys_commands_migrate_a_new_database() {
+    let db = Db::sqlite();
+    let key = db.key("free");
+    assert!(key.starts_with("as_live_"));
+    let status = status(&db).await;
+    assert!(status.pending.is_empty(), "{status:?}");
+}
+
+#[tokio::test]
+async fn a_database_a_newer_version_migrated_is_refused() {
+    use sea_orm::ConnectionTrait as _;
+    let db = Db::sqlite();
+    assert!(db.run(&["migrate"]).status.success());
+    let future = "m20990101_000001_from_a_newer_version";
+    {
+        let connection = sea_orm::Database::connect(&db.url).await.expect("the database opens");
+        connection
+            .execute_unprepared(&format!(
+                "INSERT INTO seaql_migrations (version, applied_at) VALUES ('{future}', 0)"
+            ))
+            .await
+            .expect("a newer version's record");
+        connection.close().await.expect("closed");
+    }
+    for args in [&["migrate"][..], &["keys", "list"], &["migrate", "--dry-run"]] {
+        let out = db.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(future), "{args:?}: {}", stderr(&out));
+    }
+    let refused = serve_never(&db);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains(future), "{}", stderr(&refused));
+    assert_eq!(status(&db).await.unknown, [future.to_owned()]);
+}
