@@ -167,3 +167,20 @@ async fn a_database_a_newer_version_migrated_is_refused() {
     assert!(stderr(&refused).contains(future), "{}", stderr(&refused));
     assert_eq!(status(&db).await.unknown, [future.to_owned()]);
 }
+
+#[tokio::test]
+async fn the_build_says_its_version_and_schema_level() {
+    let (version, level) = (env!("CARGO_PKG_VERSION"), Database::migration_names().len());
+    let out = Command::new(BIN).arg("--version").output().expect("the binary runs");
+    assert!(out.status.success());
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert_eq!(printed, format!("animal-store {version} (schema {level})"));
+    let db = Db::sqlite();
+    let server = Server::start(&db.url, db.path().to_path_buf(), &[]);
+    let metrics = reqwest::get(server.url("/metrics")).await.expect("metrics");
+    let metrics = metrics.text().await.expect("text");
+    let build = format!("animal_store_build_info{{version=\"{version}\",schema=\"{level}\"}} 1");
+    assert!(metrics.lines().any(|line| line == build), "{build} in:\n{metrics}");
+    let line = server.stderr_line(|l| l.contains("listening on").then(|| l.to_owned()));
+    assert!(line.contains(&format!("schema={level}")) && line.contains(version), "{line}");
+}

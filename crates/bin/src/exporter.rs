@@ -37,6 +37,9 @@ impl PrometheusExporter {
     }
 }
 
+/// The gauge that says which build runs: 1, labelled with its version and schema level.
+pub const BUILD_INFO: &str = "animal_store_build_info";
+
 /// The process's recorder: installed, with its histograms' upkeep, on the first call.
 fn recorder() -> anyhow::Result<PrometheusHandle> {
     if let Some(handle) = RECORDER.get() {
@@ -63,6 +66,13 @@ fn recorder() -> anyhow::Result<PrometheusHandle> {
         "Writes committed together in one transaction."
     );
     metrics::describe_gauge!(POOL_METRIC, "Connections of the database readers' pool, by state.");
+    metrics::describe_gauge!(
+        BUILD_INFO,
+        "1, with the version of the running binary and its schema level as labels."
+    );
+    let schema = animal_store_infra::Database::schema_level().to_string();
+    metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION"), "schema" => schema)
+        .set(1.0);
     Ok(RECORDER.get_or_init(|| handle).clone())
 }
 

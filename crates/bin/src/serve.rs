@@ -198,7 +198,11 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             return Err(Failure::Startup(err));
         }
     };
-    tracing::info!("listening on http://{address}");
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        schema = animal_store_infra::Database::schema_level(),
+        "listening on http://{address}"
+    );
     let drain = Duration::from_secs(args.drain_secs);
     let stopping = async move {
         signals.recv().await;

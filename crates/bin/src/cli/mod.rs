@@ -257,6 +257,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// What `--version` prints after the name: the version and the schema level (how many
+/// migrations this binary knows), `1.0.0 (schema 6)`.
+pub fn version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        let level = animal_store_infra::Database::schema_level();
+        format!("{} (schema {level})", env!("CARGO_PKG_VERSION"))
+    })
+}
+
 /// The header trusted proxies write the client into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ForwardedHeaderName {
@@ -308,7 +318,7 @@ fn parse_network(text: &str) -> Result<ipnet::IpNet, String> {
 /// of `serve` written before a command (`animal-store --bind X keys list`, or even
 /// `... --bind X serve`) would be ignored, so it is refused instead.
 pub fn parse() -> (Cli, clap::ArgMatches) {
-    let matches = Cli::command().get_matches();
+    let matches = Cli::command().version(version()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     if matches.subcommand_name().is_some() {
         // The options of `serve` that can also stand before any command, read off its

@@ -242,6 +242,13 @@ impl Database {
         self.migrate_steps(Some(count)).await
     }
 
+    /// The schema level of this binary: how many migrations it knows. A database migrated by
+    /// this binary is at this level.
+    pub fn schema_level() -> usize {
+        use sea_orm_migration::MigratorTrait as _;
+        migration::Migrator::migrations().len()
+    }
+
     /// The names of the migrations, oldest first, as the database records them.
     #[cfg(feature = "testing")]
     pub fn migration_names() -> Vec<String> {
