@@ -58,17 +58,26 @@ pub struct Accepted {
 /// decimals) are ignored, so that a malformed header asks for no coding rather than failing
 /// the request.
 pub fn accepted(headers: &HeaderMap, offered: &[Coding]) -> Accepted {
-    let mut weights: Vec<(String, u16)> = Vec::new();
-    for value in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
-        for element in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            if let Some((name, weight)) = element_weight(element) {
-                weights.push((name.to_ascii_lowercase(), weight));
+    let elements = || {
+        headers
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .filter_map(|element| element_weight(element.trim()))
+    };
+    // The weight the first element naming `name` gives it, else the first `*`'s.
+    let weight_of = |name: &str| {
+        let mut any = None;
+        for (listed, weight) in elements() {
+            if listed.eq_ignore_ascii_case(name) {
+                return Some(weight);
+            }
+            if listed == "*" && any.is_none() {
+                any = Some(weight);
             }
         }
-    }
-    let weight_of = |name: &str| {
-        let named = weights.iter().find(|(n, _)| n == name).map(|(_, w)| *w);
-        named.or_else(|| weights.iter().find(|(n, _)| n == "*").map(|(_, w)| *w))
+        any
     };
     let coding = offered
         .iter()
@@ -106,7 +115,11 @@ fn qvalue(text: &str) -> Option<u16> {
     if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let thousandths = format!("{fraction:0<3}").parse::<u16>().ok()?;
+    let thousandths = fraction
+        .bytes()
+        .zip([100, 10, 1])
+        .map(|(digit, place)| u16::from(digit - b'0') * place)
+        .sum::<u16>();
     match whole {
         "0" => Some(thousandths),
         "1" if thousandths == 0 => Some(1000),

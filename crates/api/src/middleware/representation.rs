@@ -29,20 +29,15 @@ pub async fn representations<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem:
     // A HEAD is answered as its GET, whose body is dropped here, after its tag and coding are
     // chosen, so that it has the GET's headers (poem's router would drop it first).
     let is_head = req.method() == Method::HEAD;
-    if is_head {
-        req.set_method(Method::GET);
-    }
-    let resolved = resolved(&req);
+    let method = if is_head { Method::GET } else { req.method().clone() };
     let (operation, conditional) =
-        resolved.as_ref().and_then(Resolved::route).map_or((false, false), |route| {
-            (route.is_operation(req.method()), route.is_conditional(req.method()))
+        resolved(&req).as_ref().and_then(Resolved::route).map_or((false, false), |route| {
+            (route.is_operation(&method), route.is_conditional(&method))
         });
     if !operation {
-        if is_head {
-            req.set_method(Method::HEAD);
-        }
         return Ok(respond(ep.as_ref(), req).await);
     }
+    req.set_method(method);
     let accepted = encoding::accepted(req.headers(), &Coding::ALL);
     // Only the tags the client holds are kept past the call; usually there are none.
     let held_tags: Vec<HeaderValue> = if conditional {
@@ -60,7 +55,7 @@ pub async fn representations<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem:
         // An operation's JSON is in memory already: taking it costs no copy.
         let body = response.take_body().into_bytes().await?;
         let body =
-            represent(&mut response, body, accepted, conditional.then_some(&held_tags)).await;
+            represent(&mut response, body, accepted, conditional.then_some(&held_tags[..])).await;
         if is_head {
             if response.status() != StatusCode::NOT_MODIFIED {
                 let length = HeaderValue::from(body.len());
@@ -83,7 +78,7 @@ async fn represent(
     response: &mut Response,
     body: Bytes,
     accepted: encoding::Accepted,
-    held: Option<&Vec<HeaderValue>>,
+    held: Option<&[HeaderValue]>,
 ) -> Bytes {
     let coding =
         accepted.coding.filter(|_| body.len() >= COMPRESS_FROM || accepted.refuses_identity);

@@ -203,27 +203,23 @@ impl Database {
     ///
     /// [`DatabaseError::Migrate`] when the record of the applied migrations cannot be read.
     pub async fn schema_status(&self) -> Result<SchemaStatus, DatabaseError> {
-        use sea_orm::ConnectionTrait as _;
-        use sea_orm_migration::{MigratorTrait as _, SchemaManager};
-        let table = migration::Migrator::migration_table_name();
+        use sea_orm::EntityTrait as _;
+        use sea_orm_migration::{MigratorTrait as _, SchemaManager, seaql_migrations};
         let known: Vec<String> = migration::Migrator::migrations()
             .iter()
             .map(|migration| migration.name().to_owned())
             .collect();
-        let manager = SchemaManager::new(&self.readers);
-        let exists = manager.has_table(table.to_string()).await.map_err(DatabaseError::Migrate)?;
-        let mut recorded = Vec::new();
-        if exists {
-            let backend = self.readers.get_database_backend();
-            let select = sea_orm::Statement::from_string(
-                backend,
-                format!("SELECT version FROM {table} ORDER BY version"),
-            );
-            for row in self.readers.query_all_raw(select).await.map_err(DatabaseError::Migrate)? {
-                recorded
-                    .push(row.try_get::<String>("", "version").map_err(DatabaseError::Migrate)?);
-            }
-        }
+        let table = migration::Migrator::migration_table_name().to_string();
+        let exists = SchemaManager::new(&self.readers)
+            .has_table(table)
+            .await
+            .map_err(DatabaseError::Migrate)?;
+        let recorded: Vec<String> = if exists {
+            let rows = seaql_migrations::Entity::find().all(&self.readers).await;
+            rows.map_err(DatabaseError::Migrate)?.into_iter().map(|row| row.version).collect()
+        } else {
+            Vec::new()
+        };
         Ok(SchemaStatus {
             applied: known.iter().filter(|name| recorded.contains(name)).count(),
             pending: known.iter().filter(|name| !recorded.contains(name)).cloned().collect(),
