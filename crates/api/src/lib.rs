@@ -52,6 +52,8 @@ use poem::http::{HeaderValue, Method, header};
 use poem::middleware::CatchPanic;
 use poem::{EndpointExt, IntoEndpoint, Response, Route, get};
 
+use middleware::Stack as _;
+
 pub use openapi::API_VERSION;
 pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
@@ -136,37 +138,41 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .at(probes::PATHS[1], get(operators::readyz))
         .at(telemetry::PATH, get(operators::serve_metrics))
         .nest("/v1", v1)
+        .boxed()
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
-        .around(middleware::idempotency_keys)
+        .layer(middleware::idempotency_keys)
         // Only with `drop-answer-every`: outside the hold, so that a replay is told from a stored write.
         .with_if(drops.is_enabled(), middleware::DropAnswers(drops))
+        .boxed()
         // Chooses the answer's coding and tags a read's representation; outside the hold, so
         // that a replay is encoded for the retry that asked; inside the guard, which gives a
         // 304's slot back to the day's quota.
-        .around(middleware::representations)
+        .layer(middleware::representations)
         // Reads at most 16 KiB of a body before anything parses it.
-        .around(middleware::body_limit)
+        .layer(middleware::body_limit)
         // Errors raised by routing and extraction become the Error body.
         .catch_all_error(|err| async move { middleware::error_response(err) })
+        .boxed()
         // 404 and 405 from the route table, with `Allow`, before poem's router.
-        .around(middleware::allow_header)
+        .layer(middleware::allow_header)
         // A panicking handler becomes a 500 Error body that the layers outside still mark.
         .with(CatchPanic::new().with_handler(middleware::panic_response))
+        .boxed()
         // Inside the guard, so that its 503 keeps the rate-limit headers.
-        .around(middleware::request_timeout)
+        .layer(middleware::request_timeout)
         // The key and the rate limits, outside the body limit: an over-limit request is
         // refused before its body is read.
-        .around(middleware::guard)
+        .layer(middleware::guard)
         // Outside the guard, so that a deprecated operation's 401s and 429s are marked too.
-        .around(middleware::lifecycle_headers)
+        .layer(middleware::lifecycle_headers)
         // Outside the others, so that the request's log line sees every response.
-        .around(middleware::trace_request)
+        .layer(middleware::trace_request)
         // On every response, errors included.
-        .around(middleware::standard_headers)
+        .layer(middleware::standard_headers)
         // Outermost but one: every response's status and duration is counted.
-        .around(middleware::record_metrics)
+        .layer(middleware::record_metrics)
         // Outermost: the route is looked up once, for every layer inside to read.
-        .around(middleware::resolve_route)
+        .layer(middleware::resolve_route)
         .data(Arc::new(routes))
         .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)
@@ -176,7 +182,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
 
 #[cfg(test)]
 mod tests {
-    /// The layers as `app` stacks them, innermost first: `.around(...)`, `.with_if(...)`,
+    /// The layers as `app` stacks them, innermost first: `.layer(...)`, `.with_if(...)`,
     /// `.with(...)`, `.catch_all_error(...)` and `.data(...)` (once).
     fn layers_of_app() -> Vec<String> {
         let source = include_str!("lib.rs");
@@ -184,7 +190,7 @@ mod tests {
         let body = &source[start..start + source[start..].find("\n}\n").expect("its end")];
         let mut layers: Vec<String> = Vec::new();
         for line in body.lines().map(str::trim) {
-            let layered = line.strip_prefix(".around(").or_else(|| line.strip_prefix(".with_if("));
+            let layered = line.strip_prefix(".layer(").or_else(|| line.strip_prefix(".with_if("));
             let layer = if let Some(rest) = layered {
                 let name = rest.split("middleware::").nth(1).expect("a middleware layer");
                 name.split(|c: char| !c.is_alphanumeric() && c != '_').next().map(str::to_owned)

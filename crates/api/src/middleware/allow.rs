@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use poem::http::{HeaderValue, StatusCode, header};
-use poem::{Endpoint, Request, Response};
+use poem::{Request, Response};
 
-use super::{error_response, resolved, respond};
+use super::{Next, error_response, resolved, respond};
 
 /// 404 and 405 from the route table; `Allow` on every 405.
-pub async fn allow_header<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+pub async fn allow_header(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let Some(resolved) = resolved(&req) else {
         return Ok(respond(ep.as_ref(), req).await);
     };

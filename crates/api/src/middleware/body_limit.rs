@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use poem::error::ReadBodyError;
 use poem::http::header;
-use poem::{Endpoint, IntoResponse, Request, Response};
+use poem::{IntoResponse, Request, Response};
 
-use super::respond;
+use super::{Next, respond};
 use crate::dto::duplicates::{RepeatedJsonKey, repeated_json_key};
 use crate::error::ApiError;
 
@@ -28,7 +28,7 @@ pub struct RawBody(pub bytes::Bytes);
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// Refuses bodies over [`MAX_BODY_BYTES`] with 413, whatever their framing.
-pub async fn body_limit<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+pub async fn body_limit(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)

@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::BoxFuture;
-use poem::endpoint::BoxEndpoint;
 use poem::http::Method;
-use poem::{Endpoint, EndpointExt as _, Middleware, Request, Response};
+use poem::{EndpointExt as _, Middleware, Request, Response};
 
-use super::respond;
+use super::{Next, respond};
 use crate::idempotency::IDEMPOTENT_REPLAYED;
 use crate::server::DropAnswer;
 
@@ -46,19 +45,19 @@ impl AnswerDrops {
 /// The layer, for `EndpointExt::with_if`.
 pub struct DropAnswers(pub Arc<AnswerDrops>);
 
-impl<E: Endpoint + 'static> Middleware<E> for DropAnswers {
-    type Output = BoxEndpoint<'static, Response>;
+impl Middleware<Next> for DropAnswers {
+    type Output = Next;
 
-    fn transform(&self, ep: E) -> Self::Output {
+    fn transform(&self, ep: Next) -> Self::Output {
         ep.around(drop_answers(&self.0)).boxed()
     }
 }
 
 /// The layer that marks, as `drops` counts them, the answers of writes that stored
 /// something (a success, not a replay) for the connection to drop.
-fn drop_answers<E: Endpoint + 'static>(
+fn drop_answers(
     drops: &Arc<AnswerDrops>,
-) -> impl Fn(Arc<E>, Request) -> BoxFuture<'static, poem::Result<Response>> + Send + Sync + 'static
+) -> impl Fn(Arc<Next>, Request) -> BoxFuture<'static, poem::Result<Response>> + Send + Sync + 'static
 {
     let drops = Arc::clone(drops);
     move |ep, req| {

@@ -13,16 +13,16 @@
 use std::sync::Arc;
 
 use animal_store_domain::{Fingerprint, IdempotencyKey, IdempotencyRefusal};
-use poem::{Endpoint, IntoResponse, Request, Response};
+use poem::{IntoResponse, Request, Response};
 
 use super::body_limit::RawBody;
-use super::{resolved, respond, state};
+use super::{Next, resolved, respond, state};
 use crate::auth::Authenticated;
 use crate::error::{ApiError, ErrorCode};
 use crate::idempotency::{IDEMPOTENCY_KEY, KeyedWrite};
 
 /// Decides keyed requests to `createPet` and `placeOrder` before they run.
-pub async fn idempotency_keys<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+pub async fn idempotency_keys(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
     // The operations that declare the header in the document honour it.
     let keyed = resolved(&req).is_some_and(|resolved| {
         resolved.route().is_some_and(|route| route.takes_idempotency_key(req.method()))

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use poem::http::HeaderName;
-use poem::{Endpoint, Request, Response};
+use poem::{Request, Response};
 
-use super::{resolved, respond};
+use super::{Next, resolved, respond};
 use crate::routes::Resolved;
 
 /// The header that says how far an operation may still change (`beta`, `experimental`).
@@ -15,7 +15,7 @@ pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
 
 /// Adds a deprecated operation's headers and a beta or experimental operation's
 /// `API-Stability` to every response of it.
-pub async fn lifecycle_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+pub async fn lifecycle_headers(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let resolved = resolved(&req);
     let route = resolved.as_ref().and_then(Resolved::route);
     let deprecation = route.and_then(|route| route.deprecation(req.method()));

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use poem::{Endpoint, Request, Response};
+use poem::{Request, Response};
 
-use super::{resolved, respond};
+use super::{Next, resolved, respond};
 use crate::telemetry::{RequestMetrics, method_label};
 
 /// Counts the request as active while it runs, then records its duration by
 /// method, route template and status.
-pub async fn record_metrics<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+pub async fn record_metrics(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let Some(metrics) = req.data::<Arc<RequestMetrics>>().cloned() else {
         return Ok(respond(ep.as_ref(), req).await);
     };

@@ -35,7 +35,7 @@
 //! (`routes.rs`), not from a list of their own, so that the routes and the document cannot
 //! drift apart.
 //!
-//! A new layer is a file here with one `async fn(Arc<E>, Request) -> poem::Result<Response>`,
+//! A new layer is a file here with one `async fn(Arc<Next>, Request) -> poem::Result<Response>`,
 //! its line in the list above, and its line in `app`, with why it stands there.
 
 mod allow;
@@ -52,7 +52,10 @@ mod standard_headers;
 mod timeout;
 mod trace;
 
-use poem::{Endpoint, IntoResponse, Request, Response};
+use std::sync::Arc;
+
+use poem::endpoint::BoxEndpoint;
+use poem::{Endpoint, EndpointExt as _, IntoResponse, Request, Response};
 
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
@@ -88,13 +91,38 @@ fn state(req: &Request) -> Option<AppState> {
     req.data::<AppState>().cloned()
 }
 
-/// Calls `ep` and turns an error into the Error body.
-///
-/// The call is boxed: each layer's future then holds the layers inside by a pointer, not by
-/// value. By value, every layer's future held all those inside it (about 2 KB each, 23 KB
-/// for the stack), and each was moved into the next one out, once per request.
-async fn respond<E: Endpoint>(ep: &E, req: Request) -> Response {
-    match Box::pin(ep.call(req)).await {
+/// The layers inside a layer, behind a pointer: every layer is written against this one
+/// type, not against the type of the stack inside it. Generic over that stack, each layer's
+/// type held every type inside it twice (the layer's function and its future both name
+/// it), so the type names doubled with each layer, up to 42 MB for one name in the debug
+/// information, and the future of each layer held those inside it by value (23 KB for the
+/// stack) and was moved into the next one out, once per request.
+pub type Next = BoxEndpoint<'static, Response>;
+
+/// How `app` stacks the layers: each one around the stack so far, the result behind a
+/// pointer again.
+pub trait Stack {
+    /// `layer` around `self`.
+    fn layer<F, Fut>(self, layer: F) -> Next
+    where
+        F: Fn(Arc<Next>, Request) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = poem::Result<Response>> + Send + 'static;
+}
+
+impl Stack for Next {
+    fn layer<F, Fut>(self, layer: F) -> Next
+    where
+        F: Fn(Arc<Next>, Request) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = poem::Result<Response>> + Send + 'static,
+    {
+        self.around(layer).boxed()
+    }
+}
+
+/// Calls `ep` and turns an error into the Error body. The call's future is boxed by `Next`
+/// itself, so a layer's future holds the layers inside by a pointer.
+async fn respond(ep: &Next, req: Request) -> Response {
+    match ep.call(req).await {
         Ok(output) => output.into_response(),
         Err(err) => error_response(err),
     }

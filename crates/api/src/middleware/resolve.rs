@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use poem::{Endpoint, Request, Response};
+use poem::{Request, Response};
 
-use super::respond;
+use super::{Next, respond};
 use crate::routes::{Resolved, RouteTable};
 
 /// Looks the request's route up and puts it on the request.
-pub async fn resolve_route<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+pub async fn resolve_route(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
     if let Some(table) = req.data::<Arc<RouteTable>>().cloned() {
         let resolved = Resolved::of(table, req.uri().path());
         req.extensions_mut().insert(resolved);

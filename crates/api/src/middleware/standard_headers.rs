@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use poem::http::{HeaderValue, StatusCode, header};
-use poem::{Endpoint, Request, Response};
+use poem::{Request, Response};
 
-use super::{resolved, respond};
+use super::{Next, resolved, respond};
 use crate::published;
 
 /// What a response is, for caches.
@@ -59,7 +59,7 @@ pub fn cache_headers(kind: Kind, authorized: bool) -> (&'static str, Option<&'st
 }
 
 /// Puts `nosniff` and the caching headers on every response.
-pub async fn standard_headers<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+pub async fn standard_headers(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let authorized = req.headers().contains_key(header::AUTHORIZATION);
     let kind = Kind::of_request(&req);
     let mut response = respond(ep.as_ref(), req).await;

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use animal_store_domain::excerpt;
 use poem::http::{HeaderName, HeaderValue, StatusCode};
-use poem::{Endpoint, Request, Response};
+use poem::{Request, Response};
 use tracing::Instrument;
 
-use super::{resolved, respond};
+use super::{Next, resolved, respond};
 use crate::routes::Resolved;
 
 /// The longest request id kept from a client.
@@ -37,7 +37,7 @@ pub fn request_id(req: &Request) -> String {
 
 /// Gives the request an id ([`request_id`], sent back as `X-Request-Id`) and a
 /// span with its method, route, key id, status and latency. The key itself is never logged.
-pub async fn trace_request<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+pub async fn trace_request(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
     let resolved = resolved(&req);
