@@ -141,31 +141,107 @@ async fn keys_commands_migrate_a_new_database() {
     assert!(status.pending.is_empty(), "{status:?}");
 }
 
-#[tokio::test]
-async fn a_database_a_newer_version_migrated_is_refused() {
+/// A newer version's migration, as it leaves the database: its record beside this
+/// version's, and, when `window` is given, the window (level, oldest level) it records.
+async fn migrate_as_a_newer_version(db: &Db, future: &str, window: Option<(usize, usize)>) {
     use sea_orm::ConnectionTrait as _;
-    let db = Db::sqlite();
-    assert!(db.run(&["migrate"]).status.success());
-    let future = "m20990101_000001_from_a_newer_version";
-    {
-        let connection = sea_orm::Database::connect(&db.url).await.expect("the database opens");
-        connection
-            .execute_unprepared(&format!(
-                "INSERT INTO seaql_migrations (version, applied_at) VALUES ('{future}', 0)"
-            ))
-            .await
-            .expect("a newer version's record");
-        connection.close().await.expect("closed");
-    }
+    let connection = sea_orm::Database::connect(&db.url).await.expect("the database opens");
+    connection
+        .execute_unprepared(&format!(
+            "INSERT INTO seaql_migrations (version, applied_at) VALUES ('{future}', 0)"
+        ))
+        .await
+        .expect("a newer version's record");
+    let window = match window {
+        Some((level, oldest)) => {
+            format!("UPDATE schema_window SET level = {level}, oldest_level = {oldest}")
+        }
+        None => "DROP TABLE schema_window".to_owned(),
+    };
+    connection.execute_unprepared(&window).await.expect("the newer version's window");
+    connection.close().await.expect("closed");
+}
+
+/// Every command refuses `db` with exit 2 and a line that contains each of `words`, and
+/// changes nothing.
+async fn every_command_refuses(db: &Db, words: &[&str]) {
+    let before = status(db).await;
     for args in [&["migrate"][..], &["keys", "list"], &["migrate", "--dry-run"]] {
         let out = db.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(future), "{args:?}: {}", stderr(&out));
+        for word in words {
+            assert!(stderr(&out).contains(word), "{args:?} lacks {word}: {}", stderr(&out));
+        }
     }
-    let refused = serve_never(&db);
+    let refused = serve_never(db);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains(future), "{}", stderr(&refused));
+    let line = stderr(&refused);
+    assert_eq!(line.lines().filter(|l| l.starts_with("error:")).count(), 1, "{line}");
+    assert_eq!(status(db).await, before);
+}
+
+#[tokio::test]
+async fn migrate_records_which_schema_levels_run_on_the_database() {
+    let db = Db::sqlite();
+    assert!(db.run(&["migrate"]).status.success());
+    let window = status(&db).await.window.expect("a window");
+    assert_eq!(window.level, Database::migration_names().len());
+    assert!(window.admits(window.level) && window.oldest_level <= window.level, "{window:?}");
+}
+
+#[tokio::test]
+async fn a_database_a_newer_version_migrated_without_a_window_is_refused() {
+    let db = Db::sqlite();
+    assert!(db.run(&["migrate"]).status.success());
+    let future = "m20990101_000001_from_a_newer_version";
+    migrate_as_a_newer_version(&db, future, None).await;
+    every_command_refuses(&db, &[future]).await;
     assert_eq!(status(&db).await.unknown, [future.to_owned()]);
+}
+
+/// On `db`, migrated by this version and then by a newer one whose migration is compatible
+/// (`Expand`), this version serves, with or without `--migrate never`, and applies nothing;
+/// past a newer `Contract` migration every command refuses, naming both levels.
+async fn a_newer_schema_runs_this_version_while_its_window_admits_it(db: &Db) {
+    assert!(db.run(&["migrate"]).status.success());
+    let level = Database::migration_names().len();
+    let future = "m20990101_000001_from_a_newer_version";
+    migrate_as_a_newer_version(db, future, Some((level + 1, level))).await;
+    let before = status(db).await;
+    assert_eq!(before.unknown, [future.to_owned()]);
+
+    let key = db.key("free");
+    for extra in [&[][..], &["--migrate", "never"]] {
+        let server = Server::start(&db.url, db.path().to_path_buf(), extra);
+        let client = Client::new(&key);
+        let created =
+            client.post(&server.url("/v1/pets"), r#"{"name":"Rex","categoryId":1}"#).await;
+        assert_eq!(created.status(), 201, "{extra:?}");
+        assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200, "{extra:?}");
+        let line = server.stderr_line(|l| l.contains("running alongside").then(|| l.to_owned()));
+        assert!(line.contains(future), "{line}");
+    }
+    let dry = db.run(&["migrate", "--dry-run"]);
+    assert!(dry.status.success() && dry.stdout.is_empty(), "{}", stderr(&dry));
+    let migrated = db.run(&["migrate"]);
+    assert!(migrated.status.success() && migrated.stdout.is_empty(), "{}", stderr(&migrated));
+    assert_eq!(status(db).await, before, "nothing applied, the newer window kept");
+
+    migrate_as_a_newer_version(db, "m20990101_000002_a_contract", Some((level + 2, level + 2)))
+        .await;
+    let (database, oldest) = ((level + 2).to_string(), (level + 2).to_string());
+    every_command_refuses(db, &["schema level", &database, &oldest, &level.to_string()]).await;
+}
+
+#[tokio::test]
+async fn a_newer_sqlite_schema_runs_this_version_while_its_window_admits_it() {
+    a_newer_schema_runs_this_version_while_its_window_admits_it(&Db::sqlite()).await;
+}
+
+#[tokio::test]
+async fn a_newer_postgresql_schema_runs_this_version_while_its_window_admits_it() {
+    let Some(db) = Db::postgres().await else { return };
+    a_newer_schema_runs_this_version_while_its_window_admits_it(&db).await;
 }
 
 #[tokio::test]

@@ -7,7 +7,8 @@
 //! current, since CI builds that crate `--locked`: a dependency added to the workspace
 //! without it would pass here and fail there. Every repository path the docs name in
 //! backticks (`crates/...`, `docs/...`) must exist, so that a moved file cannot leave a
-//! doc pointing at nothing.
+//! doc pointing at nothing. A migration that drops or renames a table or a column cannot
+//! call itself `Expand`: the binary before it would not run on the schema it leaves.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -56,6 +57,7 @@ pub fn check(root: &Path) -> Result<()> {
     }
 
     problems.extend(missing_paths(root)?);
+    problems.extend(migration_problems(root)?);
 
     if !outside_lock_is_current(root)? {
         problems.push(format!(
@@ -127,6 +129,62 @@ fn repository_path(code: &str) -> Option<&str> {
     Some(code.trim_end_matches(['.', ',', ')']))
 }
 
+/// Where the migrations are, one file each.
+const MIGRATIONS: &str = "crates/infra/src/sql/migration";
+
+/// What, in a migration's `up`, removes or renames something the binary before it reads.
+const CONTRACTING: [&str; 8] = [
+    "drop_table",
+    "drop_column",
+    "rename_table",
+    "rename_column",
+    "Table::drop",
+    "DROP TABLE",
+    "DROP COLUMN",
+    "RENAME ",
+];
+
+/// Every migration that declares no compatibility, or calls itself `Expand` while its `up`
+/// drops or renames a table or a column.
+fn migration_problems(root: &Path) -> Result<Vec<String>> {
+    let mut files = Vec::new();
+    collect_files(&root.join(MIGRATIONS), &mut files)?;
+    // The migrations' files are named for their day: `m20261122_000001_create_pets.rs`.
+    files.retain(|file| {
+        file.file_name().is_some_and(|name| name.to_string_lossy().starts_with("m2"))
+    });
+    files.sort();
+    let mut problems = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file)
+            .with_context(|| format!("could not read {}", file.display()))?;
+        let shown = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+        problems.extend(migration_problem(&text).map(|problem| format!("{shown}: {problem}")));
+    }
+    Ok(problems)
+}
+
+/// What is wrong with the migration whose source is `text`, if anything.
+fn migration_problem(text: &str) -> Option<String> {
+    let declared = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("pub const COMPATIBILITY: Compatibility = "));
+    let Some(declared) = declared else {
+        return Some("declares no `pub const COMPATIBILITY` (`Expand` or `Contract`)".to_owned());
+    };
+    let up = text.split("fn up(").nth(1)?;
+    let up = up.split("fn down(").next().unwrap_or(up);
+    let contracting = CONTRACTING.iter().find(|word| up.contains(*word));
+    match contracting {
+        Some(word) if declared.contains("Expand") => Some(format!(
+            "its `up` uses `{}`, yet it declares itself `Expand`: the binary before it would not \
+             run on the schema it leaves; declare it `Contract`",
+            word.trim()
+        )),
+        _ => None,
+    }
+}
+
 /// The crate that uses the project from outside its workspace.
 const OUTSIDE: &str = "examples/outside-tester";
 
@@ -178,4 +236,32 @@ fn starts_with_module_doc(contents: &[u8]) -> bool {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::migration_problem;
+
+    fn migration(compatibility: &str, up: &str) -> String {
+        format!(
+            "pub const COMPATIBILITY: Compatibility = {compatibility};\n\
+             async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {{ {up} }}\n\
+             async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {{ \
+             manager.drop_table(Table::drop().table(Pets::Table).to_owned()).await }}"
+        )
+    }
+
+    #[test]
+    fn a_migration_that_drops_or_renames_cannot_call_itself_expand() {
+        let drop = "manager.alter_table(Table::alter().table(Pets::Table).drop_column(Pets::Name))";
+        let rename = "manager.alter_table(Table::alter().rename_column(Pets::Name, Pets::Title))";
+        for up in [drop, rename, "manager.get_connection().execute_unprepared(\"DROP TABLE pets\")"]
+        {
+            assert!(migration_problem(&migration("Compatibility::Expand;", up)).is_some(), "{up}");
+            assert_eq!(migration_problem(&migration("Compatibility::Contract;", up)), None);
+        }
+        let add = "manager.create_table(Table::create().table(Orders::Table))";
+        assert_eq!(migration_problem(&migration("Compatibility::Expand;", add)), None);
+        assert!(migration_problem("async fn up() {}").is_some_and(|p| p.contains("declares no")));
+    }
 }

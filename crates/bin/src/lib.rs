@@ -94,7 +94,8 @@ async fn migrate(cli: &Cli, args: &cli::MigrateArgs) -> Result<(), Failure> {
             eprintln!("memory:// keeps no schema: nothing to migrate");
             return Ok(());
         };
-        // A database with migrations this version does not know was refused when opened.
+        // A database with migrations this version does not know was refused when opened, or
+        // admitted by its window with none of this version's missing: nothing to apply.
         for name in &status.pending {
             println!("{name}");
         }

@@ -21,11 +21,7 @@ async fn prepare(db: &Database, schema: Schema) -> anyhow::Result<()> {
     let status =
         db.schema_status().await.context("cannot read which migrations the database has")?;
     if !status.unknown.is_empty() {
-        anyhow::bail!(
-            "the database has migrations this version does not know ({}): a newer version \
-             migrated it; run that version or a newer one",
-            status.unknown.join(", ")
-        );
+        return newer(&status);
     }
     let missing = || {
         format!(
@@ -53,6 +49,46 @@ async fn prepare(db: &Database, schema: Schema) -> anyhow::Result<()> {
             missing()
         ),
     }
+}
+
+/// A database a newer version migrated (it has migrations this binary does not know): this
+/// binary runs on it, migrating nothing, when the window the newer version recorded admits
+/// its level, and refuses in one line otherwise.
+fn newer(status: &SchemaStatus) -> anyhow::Result<()> {
+    let level = Database::schema_level();
+    let newer = status.unknown.join(", ");
+    let Some(window) = status.window else {
+        anyhow::bail!(
+            "the database has migrations this version does not know ({newer}), and no record \
+             of which versions run on it: run the version that migrated it, or a newer one"
+        );
+    };
+    if !status.pending.is_empty() {
+        anyhow::bail!(
+            "the database has migrations this version does not know ({newer}) and lacks some \
+             it knows ({}): run the version that migrated it, or a newer one",
+            status.pending.join(", ")
+        );
+    }
+    if !window.admits(level) {
+        anyhow::bail!(
+            "the database is at schema level {}, which runs versions of schema level {} or newer; \
+             this version is at schema level {level}: run a version of schema level {} or newer \
+             (`animal-store --version` says a version's level)",
+            window.level,
+            window.oldest_level,
+            window.oldest_level
+        );
+    }
+    tracing::info!(
+        schema = level,
+        database_schema = window.level,
+        oldest_schema = window.oldest_level,
+        newer_migrations = %newer,
+        "the database is at a newer schema level that still runs this version: running \
+         alongside its newer migrations, applying none"
+    );
+    Ok(())
 }
 
 /// The open stores.
@@ -96,8 +132,9 @@ pub enum Schema {
 
 impl Stores {
     /// Opens the database `--database-url` names and brings its schema to what `schema`
-    /// says. A database a newer version migrated (it has migrations this binary does not
-    /// know) is refused whatever `schema` says.
+    /// says. On a database a newer version migrated (it has migrations this binary does not
+    /// know), whatever `schema` says, it migrates nothing, and opens the database only when
+    /// the window the newer version recorded admits this binary's schema level.
     pub async fn open(cli: &Cli, schema: Schema) -> anyhow::Result<Self> {
         if cli.database_url.is_memory() {
             let MemoryOptions { faults, drop_answer_every } =

@@ -136,6 +136,32 @@ pub mod idempotency_key {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+/// The `schema_window` table: which binaries may run on this database, written under the
+/// migration lock by the binary that migrated it last (see `window.rs`). Not a migration's:
+/// created beside `seaql_migrations`, so that binaries that predate it run as before.
+pub mod schema_window {
+    use sea_orm::entity::prelude::*;
+
+    /// The one row.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "schema_window")]
+    pub struct Model {
+        /// Always 1: there is one row.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: i32,
+        /// The database's schema level: how many migrations it has.
+        pub level: i32,
+        /// The oldest schema level whose binaries still run on it.
+        pub oldest_level: i32,
+    }
+
+    /// The window relates to nothing.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 #[cfg(test)]
 mod tests {
     use sea_orm::{EntityTrait, IdenStatic, Iterable};
@@ -168,5 +194,6 @@ mod tests {
         check::<super::api_key::Entity>();
         check::<super::order::Entity>();
         check::<super::idempotency_key::Entity>();
+        check::<super::schema_window::Entity>();
     }
 }

@@ -18,11 +18,12 @@ use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, SqliteTransactionMode, Statement,
     TransactionOptions, TransactionTrait,
 };
-use sea_orm_migration::MigratorTrait;
+use sea_orm_migration::{IntoSchemaManagerConnection, MigratorTrait};
 
 use super::Backend;
 use super::failure::is_sqlite_busy;
 use super::migration::Migrator;
+use super::window;
 
 /// How long a process waits for another's migrations before it gives up.
 pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
@@ -42,7 +43,7 @@ pub(super) async fn apply(
     match backend {
         Backend::Postgres => {
             wait_for(|| try_advisory_lock(connection)).await?;
-            let applied = Migrator::up(connection, steps).await;
+            let applied = up(connection, steps).await;
             let unlock = Statement::from_sql_and_values(
                 DbBackend::Postgres,
                 "SELECT pg_advisory_unlock($1)",
@@ -66,10 +67,56 @@ pub(super) async fn apply(
                 }
             })
             .await?;
-            Migrator::up(&transaction, steps).await?;
+            up(&transaction, steps).await?;
             transaction.commit().await
         }
     }
+}
+
+/// Applies the first `steps` pending migrations (all when `None`) and, when that leaves the
+/// database at this binary's level, records its window: under the lock, having read what is
+/// applied only now. A database that a newer version migrated meanwhile is left as it is.
+async fn up<C>(connection: &C, steps: Option<u32>) -> Result<(), DbErr>
+where
+    C: ConnectionTrait,
+    for<'c> &'c C: IntoSchemaManagerConnection<'c>,
+{
+    let known = names();
+    let unknown: Vec<String> =
+        recorded(connection).await?.into_iter().filter(|name| !known.contains(name)).collect();
+    if !unknown.is_empty() {
+        return Err(DbErr::Custom(format!(
+            "a newer version applied migrations this one does not know ({}) meanwhile; \
+             nothing was changed: start again",
+            unknown.join(", ")
+        )));
+    }
+    Migrator::up(connection, steps).await?;
+    if steps.is_none() {
+        window::record(connection, known.len()).await?;
+    }
+    Ok(())
+}
+
+/// The names of this binary's migrations, oldest first.
+pub(super) fn names() -> Vec<String> {
+    Migrator::migrations().iter().map(|migration| migration.name().to_owned()).collect()
+}
+
+/// The migrations the database records as applied (none when no migration touched it).
+pub(super) async fn recorded<C>(connection: &C) -> Result<Vec<String>, DbErr>
+where
+    C: ConnectionTrait,
+    for<'c> &'c C: IntoSchemaManagerConnection<'c>,
+{
+    use sea_orm::EntityTrait as _;
+    use sea_orm_migration::{SchemaManager, seaql_migrations};
+    let table = Migrator::migration_table_name().to_string();
+    if !SchemaManager::new(connection).has_table(table).await? {
+        return Ok(Vec::new());
+    }
+    let rows = seaql_migrations::Entity::find().all(connection).await?;
+    Ok(rows.into_iter().map(|row| row.version).collect())
 }
 
 /// Takes the advisory lock if no other session holds it.

@@ -38,6 +38,7 @@ mod pg_readers;
 mod reachability;
 mod reader_threads;
 mod records;
+mod window;
 mod writer;
 
 use std::sync::Arc;
@@ -51,6 +52,7 @@ pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
 pub use orders::SeaOrmOrderRepository;
 pub use pets::SeaOrmPetRepository;
+pub use window::SchemaWindow;
 pub use writer::MAX_BATCH;
 
 use connector::{Connector, owner_only_file};
@@ -96,6 +98,9 @@ pub struct SchemaStatus {
     /// Migrations the database has that this binary does not know: a newer version of the
     /// service applied them.
     pub unknown: Vec<String>,
+    /// Which binaries may run on the database, as the binary that migrated it last recorded;
+    /// `None` when none that records it did.
+    pub window: Option<SchemaWindow>,
 }
 
 /// Why a backup was not made.
@@ -203,27 +208,14 @@ impl Database {
     ///
     /// [`DatabaseError::Migrate`] when the record of the applied migrations cannot be read.
     pub async fn schema_status(&self) -> Result<SchemaStatus, DatabaseError> {
-        use sea_orm::EntityTrait as _;
-        use sea_orm_migration::{MigratorTrait as _, SchemaManager, seaql_migrations};
-        let known: Vec<String> = migration::Migrator::migrations()
-            .iter()
-            .map(|migration| migration.name().to_owned())
-            .collect();
-        let table = migration::Migrator::migration_table_name().to_string();
-        let exists = SchemaManager::new(&self.readers)
-            .has_table(table)
-            .await
-            .map_err(DatabaseError::Migrate)?;
-        let recorded: Vec<String> = if exists {
-            let rows = seaql_migrations::Entity::find().all(&self.readers).await;
-            rows.map_err(DatabaseError::Migrate)?.into_iter().map(|row| row.version).collect()
-        } else {
-            Vec::new()
-        };
+        let known = migrating::names();
+        let recorded = migrating::recorded(&self.readers).await.map_err(DatabaseError::Migrate)?;
+        let window = window::read(&self.readers).await.map_err(DatabaseError::Migrate)?;
         Ok(SchemaStatus {
             applied: known.iter().filter(|name| recorded.contains(name)).count(),
             pending: known.iter().filter(|name| !recorded.contains(name)).cloned().collect(),
             unknown: recorded.into_iter().filter(|name| !known.contains(name)).collect(),
+            window,
         })
     }
 

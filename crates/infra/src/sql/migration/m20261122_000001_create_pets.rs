@@ -2,6 +2,8 @@
 
 use sea_orm_migration::prelude::*;
 
+use super::Compatibility;
+
 #[derive(DeriveIden)]
 enum Pets {
     Table,
@@ -10,6 +12,9 @@ enum Pets {
     CategoryId,
     Status,
 }
+
+/// Expand: the binary before it still runs on the schema it leaves (a new table).
+pub const COMPATIBILITY: Compatibility = Compatibility::Expand;
 
 pub struct Migration;
 

@@ -4,6 +4,8 @@
 
 use sea_orm_migration::prelude::*;
 
+use super::Compatibility;
+
 #[derive(DeriveIden)]
 enum ApiKeys {
     Table,
@@ -11,6 +13,10 @@ enum ApiKeys {
     RotatedTo,
     Lineage,
 }
+
+/// Contract: the binary before it does not run safely on the schema it leaves (it would
+/// still accept the keys this schema expires or has rotated away).
+pub const COMPATIBILITY: Compatibility = Compatibility::Contract;
 
 pub struct Migration;
 

@@ -3,6 +3,8 @@
 
 use sea_orm_migration::prelude::*;
 
+use super::Compatibility;
+
 #[derive(DeriveIden)]
 enum Orders {
     Table,
@@ -19,6 +21,10 @@ enum Pets {
     Table,
     Id,
 }
+
+/// Expand: the binary before it still runs on the schema it leaves (a new table,
+/// which it never reads).
+pub const COMPATIBILITY: Compatibility = Compatibility::Expand;
 
 pub struct Migration;
 

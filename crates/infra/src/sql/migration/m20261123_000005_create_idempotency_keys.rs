@@ -3,6 +3,8 @@
 
 use sea_orm_migration::prelude::*;
 
+use super::Compatibility;
+
 #[derive(DeriveIden)]
 enum IdempotencyKeys {
     Table,
@@ -14,6 +16,10 @@ enum IdempotencyKeys {
     Location,
     CreatedAt,
 }
+
+/// Expand: the binary before it still runs on the schema it leaves (a new table,
+/// which it never reads).
+pub const COMPATIBILITY: Compatibility = Compatibility::Expand;
 
 pub struct Migration;
 

@@ -6,6 +6,8 @@
 
 use sea_orm_migration::prelude::*;
 
+use super::Compatibility;
+
 #[derive(DeriveIden)]
 enum IdempotencyKeys {
     Table,
@@ -14,6 +16,10 @@ enum IdempotencyKeys {
 
 /// The index this migration drops.
 const INDEX: &str = "idempotency_keys_created_at";
+
+/// Expand: the binary before it still runs on the schema it leaves (the same tables
+/// and columns; it only sweeps more slowly without the index).
+pub const COMPATIBILITY: Compatibility = Compatibility::Expand;
 
 pub struct Migration;
 
