@@ -1,5 +1,6 @@
 //! The probes of the real binary: readiness follows the database, and SIGTERM turns it to
-//! 503 at once while the API keeps serving for `--drain-secs`.
+//! 503 at once while the API keeps serving for `--drain-secs`, closing each connection after
+//! its answer.
 
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,10 @@ async fn sigterm_turns_readiness_off_then_drains_then_stops() {
     let draining = readyz().await.expect("still answering");
     assert_eq!(draining.status(), 503, "readiness turns off at once");
     let client = Client::new(&key);
-    assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200, "the API serves on");
+    let served = client.get(&server.url("/v1/pets")).await;
+    assert_eq!(served.status(), 200, "the API serves on");
+    let connection = served.headers().get("connection").and_then(|v| v.to_str().ok());
+    assert_eq!(connection, Some("close"), "each answer closes its connection meanwhile");
     assert_eq!(http.get(server.url("/livez")).send().await.expect("an answer").status(), 200);
 
     assert!(server.wait(), "the server then exits cleanly");

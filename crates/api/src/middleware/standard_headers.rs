@@ -2,13 +2,16 @@
 //! reads a JSON body or an error as something else (a script, a page), and `Cache-Control`,
 //! which says who may keep the answer (RFC 9111; `docs/api.md#caching-and-compression`).
 //! Which `Cache-Control` is decided here only, by the kind of answer, not by each operation.
+//! While the server drains before it stops, every answer also says `Connection: close`, so
+//! that clients and proxies open their next connections elsewhere while this server still
+//! answers, and none holds an idle connection that closes under its next request.
 
 use std::sync::Arc;
 
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{Request, Response};
 
-use super::{Next, resolved, respond};
+use super::{Next, resolved, respond, state};
 use crate::published;
 
 /// What a response is, for caches.
@@ -58,10 +61,12 @@ pub fn cache_headers(kind: Kind, authorized: bool) -> (&'static str, Option<&'st
     }
 }
 
-/// Puts `nosniff` and the caching headers on every response.
+/// Puts `nosniff` and the caching headers on every response, and `Connection: close` while
+/// the server drains.
 pub async fn standard_headers(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let authorized = req.headers().contains_key(header::AUTHORIZATION);
     let kind = Kind::of_request(&req);
+    let draining = state(&req).is_some_and(|state| state.readiness.is_draining());
     let mut response = respond(ep.as_ref(), req).await;
     let (cache_control, vary) = cache_headers(kind.answered(response.status()), authorized);
     let headers = response.headers_mut();
@@ -69,6 +74,9 @@ pub async fn standard_headers(ep: Arc<Next>, req: Request) -> poem::Result<Respo
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
     if let Some(vary) = vary {
         headers.insert(header::VARY, HeaderValue::from_static(vary));
+    }
+    if draining {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     Ok(response)
 }
