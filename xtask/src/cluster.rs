@@ -41,7 +41,6 @@ pub struct Cluster {
 impl Cluster {
     /// Starts the stores, migrates, starts the instances of `server` and the balancer.
     pub fn start(server: &Path) -> Result<Self> {
-        let nginx = find_or_install_nginx()?;
         let postgres = Postgres::start().context("could not start PostgreSQL")?;
         let redis = Redis::start().context("could not start Redis")?;
         let dir = tempfile::Builder::new().prefix("animal-store-cluster-").tempdir()?;
@@ -77,19 +76,7 @@ impl Cluster {
         let upstreams: Vec<&str> =
             addresses.iter().map(|a| a.trim_start_matches("http://")).collect();
         let config = nginx_config(dir.path(), port, &upstreams)?;
-        let nginx = Process(
-            Command::new(nginx)
-                .arg("-p")
-                .arg(dir.path())
-                .arg("-c")
-                .arg(&config)
-                .arg("-e")
-                .arg(dir.path().join("nginx-error.log"))
-                .stdout(Stdio::null())
-                .spawn()
-                .context("could not start nginx")?,
-        );
-        system::wait_for_port(port, Duration::from_secs(5)).context("nginx did not start")?;
+        let nginx = start_nginx(dir.path(), &config, port)?;
         Ok(Self {
             address: format!("http://127.0.0.1:{port}"),
             instances: addresses,
@@ -136,15 +123,55 @@ pub fn run(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn nginx_config(dir: &Path, port: u16, upstreams: &[&str]) -> Result<PathBuf> {
+/// The balancer's part of nginx's configuration for `upstreams` (`127.0.0.1:PORT` each),
+/// listening on `port`: the example docs/operations.md gives operators, checked by a test.
+///
+/// - Passive health checks: an instance that refused a connection or failed before answering
+///   is left out for 2 s (`max_fails=1 fail_timeout=2s`).
+/// - What is safe to send again goes to the next instance when one fails before answering
+///   (`proxy_next_upstream error timeout`): any request nginx had not sent yet, and a read
+///   (nginx's rule: it does not resend a POST or a PATCH it sent). A request with an
+///   `Idempotency-Key` is safe to send again whatever its method: the instance that gets it
+///   second answers with the first one's stored outcome, or with 409 while that one still
+///   runs (`non_idempotent`, in `@keyed`).
+pub fn balancer_config(port: u16, upstreams: &[&str]) -> String {
     let mut servers = String::new();
     for address in upstreams {
-        writeln!(servers, "        server {address};")?;
+        let _ = writeln!(servers, "        server {address} max_fails=1 fail_timeout=2s;");
     }
+    let proxy = "            proxy_pass http://animal_store;\n\
+                 \x20           proxy_http_version 1.1;\n\
+                 \x20           proxy_set_header Connection \"\";\n\
+                 \x20           proxy_set_header Host $host;\n\
+                 \x20           # The client as nginx saw it, replacing whatever the client sent.\n\
+                 \x20           proxy_set_header X-Forwarded-For $remote_addr;\n";
+    format!(
+        "    upstream animal_store {{\n{servers}        keepalive 64;\n    }}\n\
+         \x20   server {{\n\
+         \x20       listen 127.0.0.1:{port};\n\
+         \x20       error_page 418 = @keyed;\n\
+         \x20       location / {{\n\
+         \x20           if ($http_idempotency_key) {{\n\
+         \x20               return 418;\n\
+         \x20           }}\n\
+         {proxy}\
+         \x20           proxy_next_upstream error timeout;\n\
+         \x20       }}\n\
+         \x20       location @keyed {{\n\
+         {proxy}\
+         \x20           proxy_next_upstream error timeout non_idempotent;\n\
+         \x20       }}\n\
+         \x20   }}\n"
+    )
+}
+
+/// Writes nginx's configuration, with its files in `dir`, and returns its path.
+pub fn nginx_config(dir: &Path, port: u16, upstreams: &[&str]) -> Result<PathBuf> {
     let dir_text = dir.to_str().context("the temporary directory is not UTF-8")?;
     // As root, nginx's workers would switch to an unprivileged user that cannot write to
     // the temporary directory.
     let user = if system::is_root()? { "user root root;\n" } else { "" };
+    let balancer = balancer_config(port, upstreams);
     let config = format!(
         "{user}worker_processes 1;\n\
          daemon off;\n\
@@ -158,23 +185,32 @@ fn nginx_config(dir: &Path, port: u16, upstreams: &[&str]) -> Result<PathBuf> {
          \x20   fastcgi_temp_path {dir_text}/fastcgi;\n\
          \x20   uwsgi_temp_path {dir_text}/uwsgi;\n\
          \x20   scgi_temp_path {dir_text}/scgi;\n\
-         \x20   upstream animal_store {{\n{servers}        keepalive 64;\n    }}\n\
-         \x20   server {{\n\
-         \x20       listen 127.0.0.1:{port};\n\
-         \x20       location / {{\n\
-         \x20           proxy_pass http://animal_store;\n\
-         \x20           proxy_http_version 1.1;\n\
-         \x20           proxy_set_header Connection \"\";\n\
-         \x20           proxy_set_header Host $host;\n\
-         \x20           # The client as nginx saw it, replacing whatever the client sent.\n\
-         \x20           proxy_set_header X-Forwarded-For $remote_addr;\n\
-         \x20       }}\n\
-         \x20   }}\n\
+         {balancer}\
          }}\n"
     );
     let path = dir.join("nginx.conf");
     std::fs::write(&path, config).context("could not write nginx.conf")?;
     Ok(path)
+}
+
+/// Starts nginx with the configuration at `config`, its files in `dir`, and waits until it
+/// listens on `port`.
+pub fn start_nginx(dir: &Path, config: &Path, port: u16) -> Result<Process> {
+    let nginx = find_or_install_nginx()?;
+    let process = Process(
+        Command::new(nginx)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(config)
+            .arg("-e")
+            .arg(dir.join("nginx-error.log"))
+            .stdout(Stdio::null())
+            .spawn()
+            .context("could not start nginx")?,
+    );
+    system::wait_for_port(port, Duration::from_secs(5)).context("nginx did not start")?;
+    Ok(process)
 }
 
 /// nginx on the `PATH` or where Debian puts it; on Debian as root, installs the `nginx`
@@ -191,4 +227,16 @@ fn find_or_install_nginx() -> Result<PathBuf> {
     eprintln!("nginx not found; installing it with apt-get");
     system::apt_install(&["nginx"])?;
     find().context("installed nginx, but found no nginx binary")
+}
+
+#[cfg(test)]
+mod tests {
+    /// The example docs/operations.md gives operators is the configuration the cluster and the
+    /// upgrade drill run.
+    #[test]
+    fn the_documented_balancer_is_the_one_the_drill_runs() {
+        let example = super::balancer_config(8080, &["10.0.0.11:8080", "10.0.0.12:8080"]);
+        let doc = include_str!("../../docs/operations.md");
+        assert!(doc.contains(&example), "docs/operations.md lacks, verbatim:\n{example}");
+    }
 }

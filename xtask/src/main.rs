@@ -18,6 +18,7 @@ mod redbot;
 mod redis;
 mod system;
 mod tidy;
+mod upgrade;
 
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
@@ -58,6 +59,11 @@ Tasks:
                           90 s, with clients that check for 500s, 429s under quota, broken
                           connections and lost writes; writes the table to
                           docs/operations.md. --short: 5 s each, on the test build
+  upgrade-drill BASE      a rolling upgrade under load from the release binary of commit
+                          BASE to the working tree's, then one instance rolled back and
+                          forward again: 3 instances on PostgreSQL behind nginx; fails on
+                          any failed request or lost write; writes the table to
+                          docs/operations.md
   redbot                  REDbot (the HTTP linter, from PyPI) on the answers of a server on
                           memory://: any bad note or caching warning fails
   tidy                    require //! docs atop every .rs file and no placeholder macros
@@ -112,6 +118,10 @@ fn run() -> Result<ExitCode> {
         }
         (Some("cluster"), []) => cluster::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("faults"), _) => faults::run(&root, &rest),
+        (Some("upgrade-drill"), [base]) => {
+            let base = base.to_str().context("BASE is not UTF-8")?;
+            upgrade::run(&root, base).map(|()| ExitCode::SUCCESS)
+        }
         (Some("redbot"), []) => redbot::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("tidy"), []) => {
             tidy::check(&root)?;

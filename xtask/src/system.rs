@@ -66,6 +66,10 @@ pub struct Process(pub Child);
 
 impl Drop for Process {
     fn drop(&mut self) {
+        // Already stopped and waited for: nothing to signal.
+        if matches!(self.0.try_wait(), Ok(Some(_))) {
+            return;
+        }
         let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
         for _ in 0..100 {
             if matches!(self.0.try_wait(), Ok(Some(_))) {

@@ -17,7 +17,7 @@
 
 mod report;
 mod stage;
-mod traffic;
+pub mod traffic;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -340,7 +340,7 @@ async fn one(
 fn client(name: &'static str, key: String, quota_binds: bool, proxied: bool) -> Client {
     // The pro keys' 300 a minute is never reached: 150 a minute at most.
     let pace = if quota_binds { Duration::from_millis(400) } else { Duration::from_millis(50) };
-    Client { name, key, proxied, pace }
+    Client { name, key, proxied, pace, orders: false }
 }
 
 fn unix_now() -> u64 {

@@ -56,7 +56,7 @@ impl Row {
         let mut first_after = vec![None; clients.len()];
         for one in seen {
             match &one.outcome {
-                Outcome::Answer { status, retry_after, added } => {
+                Outcome::Answer { status, retry_after, added, .. } => {
                     match status {
                         200..=299 => {
                             row.succeeded += 1;

@@ -5,7 +5,8 @@
 //! `X-Forwarded-For`. At each address one client has an enterprise key whose quota no run
 //! reaches and one a pro key (300 a minute), paced well under it. Each client alternates a
 //! read (`listPets`) and a keyed write (`createPet` with an `Idempotency-Key`) on a keep-alive
-//! connection, and records every answer or failure with its time.
+//! connection, and records every answer or failure with its time. A client that places
+//! orders (the upgrade drill's) also orders each pet it has just added, with a key too.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -32,13 +33,16 @@ pub struct Client {
     /// Behind the trusted proxy, or direct.
     pub proxied: bool,
     pub pace: Duration,
+    /// Whether every third request places an order for the pet the client added last.
+    pub orders: bool,
 }
 
 /// What a request met.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// An answer: its status, whether it carried `Retry-After`, and the pet a 201 added.
-    Answer { status: u16, retry_after: bool, added: Option<(i64, String)> },
+    /// An answer: its status, whether it carried `Retry-After`, the pet a 201 added, and the
+    /// order a 201 placed.
+    Answer { status: u16, retry_after: bool, added: Option<(i64, String)>, placed: Option<i64> },
     /// No answer: the connection failed, or nothing came within the client's timeout.
     Broken(String),
 }
@@ -77,9 +81,13 @@ impl Traffic {
             let (stop, seen) = (Arc::clone(&stop), Arc::clone(&seen));
             tasks.push(tokio::spawn(async move {
                 let mut n = 0_u64;
+                let mut last_added = None;
                 while !stop.load(Ordering::Acquire) {
                     let started = Instant::now();
-                    let outcome = request(&http, &base, &client, n).await;
+                    let outcome = request(&http, &base, &client, n, last_added.take()).await;
+                    if let Outcome::Answer { added: Some((id, _)), .. } = &outcome {
+                        last_added = Some(*id);
+                    }
                     seen.lock().await.push(Seen { client: index, at: Instant::now(), outcome });
                     n += 1;
                     tokio::time::sleep(client.pace.saturating_sub(started.elapsed())).await;
@@ -112,16 +120,29 @@ impl Traffic {
     }
 }
 
-/// The `n`th request of `client`: a read when `n` is even, a keyed write when odd.
-async fn request(http: &reqwest::Client, base: &str, client: &Client, n: u64) -> Outcome {
-    let mut builder = if n.is_multiple_of(2) {
-        http.get(format!("{base}/v1/pets?limit=5"))
-    } else {
-        let name = format!("{} {n}", client.name);
-        http.post(format!("{base}/v1/pets"))
+/// The `n`th request of `client`: a read, then a keyed `createPet`, then, for a client that
+/// places orders, a keyed `placeOrder` for `last_added` (a read when it added none).
+async fn request(
+    http: &reqwest::Client,
+    base: &str,
+    client: &Client,
+    n: u64,
+    last_added: Option<i64>,
+) -> Outcome {
+    let step = if client.orders { n % 3 } else { n % 2 };
+    let keyed = |path: &str, body: String| {
+        http.post(format!("{base}{path}"))
             .header("content-type", "application/json")
             .header("idempotency-key", format!("{}-{n}-{}", client.name, std::process::id()))
-            .body(format!(r#"{{"name":"{name}","categoryId":3}}"#))
+            .body(body)
+    };
+    let mut builder = match (step, last_added) {
+        (1, _) => {
+            let name = format!("{} {n}", client.name);
+            keyed("/v1/pets", format!(r#"{{"name":"{name}","categoryId":3}}"#))
+        }
+        (2, Some(pet)) => keyed("/v1/store/orders", format!(r#"{{"petId":{pet}}}"#)),
+        _ => http.get(format!("{base}/v1/pets?limit=5")),
     };
     builder = builder.bearer_auth(&client.key);
     if client.proxied {
@@ -137,11 +158,15 @@ async fn request(http: &reqwest::Client, base: &str, client: &Client, n: u64) ->
         Ok(body) => body,
         Err(err) => return Outcome::Broken(error_chain(&err)),
     };
-    let added = (status == 201)
-        .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
-        .flatten()
-        .and_then(|pet| Some((pet["id"].as_i64()?, pet["name"].as_str()?.to_owned())));
-    Outcome::Answer { status, retry_after, added }
+    let created =
+        (status == 201).then(|| serde_json::from_str::<serde_json::Value>(&body).ok()).flatten();
+    // An order names its pet; a pet does not.
+    let (added, placed) = match created {
+        Some(order) if order.get("petId").is_some() => (None, order["id"].as_i64()),
+        Some(pet) => (pet["id"].as_i64().zip(pet["name"].as_str().map(str::to_owned)), None),
+        None => (None, None),
+    };
+    Outcome::Answer { status, retry_after, added, placed }
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {
