@@ -27,9 +27,9 @@ async fn sigterm_turns_readiness_off_then_drains_then_stops() {
     let draining = readyz().await.expect("still answering");
     assert_eq!(draining.status(), 503, "readiness turns off at once");
     let client = Client::new(&key);
-    let served = client.get(&server.url("/v1/pets")).await;
-    assert_eq!(served.status(), 200, "the API serves on");
-    let connection = served.headers().get("connection").and_then(|v| v.to_str().ok());
+    let listed = client.get(&server.url("/v1/pets")).await;
+    assert_eq!(listed.status(), 200, "the API serves on");
+    let connection = listed.headers().get("connection").and_then(|v| v.to_str().ok());
     assert_eq!(connection, Some("close"), "each answer closes its connection meanwhile");
     assert_eq!(http.get(server.url("/livez")).send().await.expect("an answer").status(), 200);
 

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::BoxFuture;
 use poem::http::Method;
-use poem::{EndpointExt as _, Middleware, Request, Response};
+use poem::{Middleware, Request, Response};
 
-use super::{Next, respond};
+use super::{Next, Stack as _, respond};
 use crate::idempotency::IDEMPOTENT_REPLAYED;
 use crate::server::DropAnswer;
 
@@ -49,7 +49,7 @@ impl Middleware<Next> for DropAnswers {
     type Output = Next;
 
     fn transform(&self, ep: Next) -> Self::Output {
-        ep.around(drop_answers(&self.0)).boxed()
+        ep.layer(drop_answers(&self.0))
     }
 }
 

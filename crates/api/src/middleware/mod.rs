@@ -54,8 +54,9 @@ mod trace;
 
 use std::sync::Arc;
 
-use poem::endpoint::BoxEndpoint;
-use poem::{Endpoint, EndpointExt as _, IntoResponse, Request, Response};
+use futures_util::future::BoxFuture;
+use poem::endpoint::{BoxEndpoint, DynEndpoint};
+use poem::{IntoResponse, Request, Response};
 
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
@@ -115,14 +116,34 @@ impl Stack for Next {
         F: Fn(Arc<Next>, Request) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = poem::Result<Response>> + Send + 'static,
     {
-        self.around(layer).boxed()
+        Box::new(Layer { inner: Arc::new(self), layer })
     }
 }
 
-/// Calls `ep` and turns an error into the Error body. The call's future is boxed by `Next`
-/// itself, so a layer's future holds the layers inside by a pointer.
+/// A layer function around the stack inside it. Its call boxes the function's future and
+/// nothing else (poem's `around` then `boxed` would wrap it in two more futures, each
+/// holding the request until its first poll).
+struct Layer<F> {
+    inner: Arc<Next>,
+    layer: F,
+}
+
+impl<F, Fut> DynEndpoint for Layer<F>
+where
+    F: Fn(Arc<Next>, Request) -> Fut + Send + Sync,
+    Fut: Future<Output = poem::Result<Response>> + Send + 'static,
+{
+    type Output = Response;
+
+    fn call(&self, req: Request) -> BoxFuture<'_, poem::Result<Response>> {
+        Box::pin((self.layer)(Arc::clone(&self.inner), req))
+    }
+}
+
+/// Calls `ep` and turns an error into the Error body. `ep`'s call boxes its own future, so a
+/// layer's future holds the layers inside by a pointer.
 async fn respond(ep: &Next, req: Request) -> Response {
-    match ep.call(req).await {
+    match DynEndpoint::call(ep.as_ref(), req).await {
         Ok(output) => output.into_response(),
         Err(err) => error_response(err),
     }
