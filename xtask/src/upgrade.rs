@@ -64,27 +64,32 @@ fn git(root: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8(out.stdout)?.trim().to_owned())
 }
 
-/// Builds the release server of `commit` in a worktree kept under `target/upgrade-drill`
-/// (so that a second drill from the same commit builds nothing), with the workspace's
-/// target directory (so that the dependencies built for the working tree serve both), and
-/// returns a copy of the binary in `work`.
+/// Builds the release server of `commit` in a worktree kept under `target/upgrade-drill`,
+/// with a target directory of its own there (so that a second drill from the same commit
+/// builds nothing), and returns a copy of the binary in `work`.
+///
+/// Not in the workspace's target directory: cargo names a workspace's own crates by their
+/// path from the workspace root, the same in both trees, so the two builds would take each
+/// other's artifacts for their own.
 fn build_commit(root: &Path, commit: &str, work: &Path) -> Result<PathBuf> {
-    let tree = root.join("target/upgrade-drill").join(commit);
+    let drill = root.join("target/upgrade-drill");
+    let tree = drill.join(commit);
     let tree_text = tree.to_str().context("the target directory is not UTF-8")?;
     git(root, &["worktree", "prune"])?;
     if !tree.join("Cargo.toml").is_file() {
         git(root, &["worktree", "add", "--detach", tree_text, commit])?;
     }
     cmd::header(&format!("cargo build --release -p animal-store (at {commit})"));
+    let target = drill.join("target");
     cmd::run(
         Command::new("cargo")
             .current_dir(&tree)
-            .env("CARGO_TARGET_DIR", root.join("target"))
+            .env("CARGO_TARGET_DIR", &target)
             .args(["build", "--release", "--locked", "-p", "animal-store"])
             .args(["--bin", "animal-store"]),
     )?;
     let copy = work.join("animal-store-base");
-    std::fs::copy(root.join("target/release/animal-store"), &copy)
+    std::fs::copy(target.join("release/animal-store"), &copy)
         .context("could not copy the base binary")?;
     Ok(copy)
 }
