@@ -56,21 +56,11 @@ impl Cluster {
         let mut instances = Vec::new();
         let mut addresses = Vec::new();
         for index in 0..INSTANCES {
-            let ready = dir.path().join(format!("ready-{index}.json"));
-            let log = std::fs::File::create(dir.path().join(format!("instance-{index}.log")))?;
-            let child = Command::new(server)
-                .args(["--database-url", &database_url, "serve", "--bind", "127.0.0.1:0"])
-                .args(["--rate-limiter", "redis", "--redis-url", &redis_url])
-                .args(["--trusted-proxy", "127.0.0.1"])
-                .arg("--ready-file")
-                .arg(&ready)
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .context("could not start an instance")?;
-            instances.push(Process(child));
-            // The ready file gives the base URL, `http://127.0.0.1:PORT`.
-            addresses.push(crate::load::wait_until_ready(&ready)?);
+            let stores = InstanceStores { database_url: &database_url, redis_url: &redis_url };
+            let (process, address) =
+                start_instance(server, &stores, dir.path(), &format!("{index}"), &[])?;
+            instances.push(process);
+            addresses.push(address);
         }
         let port = system::free_port()?;
         let upstreams: Vec<&str> =
@@ -94,6 +84,51 @@ impl Cluster {
     pub fn key(&self, server: &Path, args: &[&str]) -> Result<String> {
         cmd::issue_key(server, &self.database_url, args)
     }
+}
+
+/// What the instances of a cluster share.
+pub struct InstanceStores<'a> {
+    /// The PostgreSQL database.
+    pub database_url: &'a str,
+    /// The Redis of the rate-limit counters.
+    pub redis_url: &'a str,
+}
+
+/// Starts an instance of `server` on `stores`, behind nginx on 127.0.0.1, with `extra`
+/// options (`--bind 127.0.0.1:0` unless they give one), its ready file and log in `dir`
+/// named for `name`; waits until it is ready and returns it with its base URL.
+pub fn start_instance(
+    server: &Path,
+    stores: &InstanceStores<'_>,
+    dir: &Path,
+    name: &str,
+    extra: &[&str],
+) -> Result<(Process, String)> {
+    let ready = dir.join(format!("ready-{name}.json"));
+    let _ = std::fs::remove_file(&ready);
+    let log = std::fs::File::create(dir.join(format!("instance-{name}.log")))?;
+    let mut command = Command::new(server);
+    // Migrations are the deployment's step, run before the instances start: a version that
+    // reads this does not migrate at start, and one that predates it ignores it.
+    command.env("ANIMAL_STORE_MIGRATE", "never");
+    command.args(["--database-url", stores.database_url, "serve"]);
+    if !extra.contains(&"--bind") {
+        command.args(["--bind", "127.0.0.1:0"]);
+    }
+    let child = command
+        .args(["--rate-limiter", "redis", "--redis-url", stores.redis_url])
+        .args(["--trusted-proxy", "127.0.0.1"])
+        .args(extra)
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .context("could not start an instance")?;
+    let process = Process(child);
+    // The ready file gives the base URL, `http://127.0.0.1:PORT`.
+    let address = crate::load::wait_until_ready(&ready)?;
+    Ok((process, address))
 }
 
 /// `cargo xtask cluster`: starts a cluster, prints how to use it, waits for Ctrl-C.

@@ -12,12 +12,12 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cluster::{nginx_config, start_nginx};
+use crate::cluster::{InstanceStores, nginx_config, start_instance, start_nginx};
 use crate::faults::traffic::{self, Client, Outcome, Seen, Traffic};
 use crate::postgres::Postgres;
 use crate::redis::Redis;
@@ -109,27 +109,12 @@ struct Shared {
 
 impl Shared {
     /// Starts `binary` on `port` and waits until it is ready.
-    fn start(&self, binary: &Path, port: u16, log: &str) -> Result<Process> {
-        let ready = self.dir.join(format!("ready-{port}.json"));
-        let _ = std::fs::remove_file(&ready);
-        let log = std::fs::File::create(self.dir.join(log))?;
-        let child = Command::new(binary)
-            .env_clear()
-            // Migrations are the deployment's step: a version that reads this does not
-            // migrate at start, and one that predates it ignores it.
-            .env("ANIMAL_STORE_MIGRATE", "never")
-            .args(["--database-url", &self.database_url, "serve"])
-            .args(["--bind", &format!("127.0.0.1:{port}")])
-            .args(["--rate-limiter", "redis", "--redis-url", &self.redis_url])
-            .args(["--trusted-proxy", "127.0.0.1", "--drain-secs", DRAIN_SECS])
-            .arg("--ready-file")
-            .arg(&ready)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .context("could not start an instance")?;
-        let process = Process(child);
-        load::wait_until_ready(&ready)?;
+    fn start(&self, binary: &Path, port: u16, name: &str) -> Result<Process> {
+        let stores =
+            InstanceStores { database_url: &self.database_url, redis_url: &self.redis_url };
+        let bind = format!("127.0.0.1:{port}");
+        let extra = ["--bind", &bind, "--drain-secs", DRAIN_SECS];
+        let (process, _) = start_instance(binary, &stores, &self.dir, name, &extra)?;
         Ok(process)
     }
 }
@@ -176,7 +161,7 @@ async fn drill(old: &Path, new: &Path, work: &Path) -> Result<Report> {
     let mut instances = Vec::new();
     for index in 0..INSTANCES {
         let port = system::free_port()?;
-        let process = shared.start(old, port, &format!("base-{index}.log"))?;
+        let process = shared.start(old, port, &format!("base-{index}"))?;
         instances.push(Instance { port, process: Some(process) });
     }
     let nginx_port = system::free_port()?;
@@ -256,7 +241,7 @@ fn replace(
     if let Some(process) = instance.process.take() {
         stop(process)?;
     }
-    let log = format!("{version}-{}-{}.log", instance.port, unix_now());
+    let log = format!("{version}-{}-{}", instance.port, unix_now());
     instance.process = Some(shared.start(binary, instance.port, &log)?);
     Ok(())
 }
