@@ -11,8 +11,9 @@ use std::sync::Arc;
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{Request, Response};
 
-use super::{Next, resolved, respond, state};
+use super::{Next, resolved, respond};
 use crate::published;
+use crate::state::AppState;
 
 /// What a response is, for caches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +67,7 @@ pub fn cache_headers(kind: Kind, authorized: bool) -> (&'static str, Option<&'st
 pub async fn standard_headers(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let authorized = req.headers().contains_key(header::AUTHORIZATION);
     let kind = Kind::of_request(&req);
-    let draining = state(&req).is_some_and(|state| state.readiness.is_draining());
+    let draining = req.data::<AppState>().is_some_and(|state| state.readiness.is_draining());
     let mut response = respond(ep.as_ref(), req).await;
     let (cache_control, vary) = cache_headers(kind.answered(response.status()), authorized);
     let headers = response.headers_mut();
