@@ -103,7 +103,13 @@ async fn state(
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<AppState> {
     let wiring = stores.health_checks().into_iter().fold(
-        Wiring::new(stores.pets(), stores.orders(), stores.idempotency(), stores.keys()),
+        Wiring::new(
+            stores.pets(),
+            stores.changes(),
+            stores.orders(),
+            stores.idempotency(),
+            stores.keys(),
+        ),
         Wiring::health_check,
     );
     let wiring = if args.metrics {

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    ApiKeyStore, HealthCheck, IdempotencyStore, OrderRepository, PetRepository,
+    ApiKeyStore, HealthCheck, IdempotencyStore, OrderRepository, PetChanges, PetRepository,
 };
 use animal_store_infra::faults::{
-    Faults, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetRepository, Injector,
+    Faults, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetChanges, FaultyPetRepository,
+    Injector,
 };
 use animal_store_infra::{
     Database, DatabaseOptions, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
@@ -184,6 +185,17 @@ impl Stores {
         match self {
             Self::Memory { pets, faults: Some(injector), .. } => {
                 Arc::new(FaultyPetRepository::new(pets.clone(), injector.clone()))
+            }
+            Self::Memory { pets, faults: None, .. } => pets.clone(),
+            Self::Sql(db) => Arc::new(db.pets()),
+        }
+    }
+
+    /// The changes of the pets; on `memory://`, failing or lagging as the URL's options say.
+    pub fn changes(&self) -> Arc<dyn PetChanges> {
+        match self {
+            Self::Memory { pets, faults: Some(injector), .. } => {
+                Arc::new(FaultyPetChanges::new(pets.clone(), injector.clone()))
             }
             Self::Memory { pets, faults: None, .. } => pets.clone(),
             Self::Sql(db) => Arc::new(db.pets()),

@@ -15,7 +15,8 @@ use animal_store_api::telemetry::SharedExporter;
 use animal_store_api::{ApiConfig, AppState};
 use animal_store_domain::{
     ApiKeyStore, Clock, Environment, HealthCheck, IdempotencyService, IdempotencyStore, KeyService,
-    OrderRepository, OrderService, PetRepository, PetService, RateLimitPolicy, RateLimiter,
+    OrderRepository, OrderService, PetChanges, PetRepository, PetService, RateLimitPolicy,
+    RateLimiter,
 };
 use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
 
@@ -26,6 +27,7 @@ pub use crate::cli::RateLimiterKind;
 /// in-process rate limiter; and no metrics, which `serve` adds.
 pub struct Wiring {
     pets: Arc<dyn PetRepository>,
+    changes: Arc<dyn PetChanges>,
     orders: Arc<dyn OrderRepository>,
     idempotency: Arc<dyn IdempotencyStore>,
     keys: Arc<dyn ApiKeyStore>,
@@ -50,17 +52,20 @@ impl Wiring {
     /// The most subjects the in-process limiters keep, unless told otherwise.
     pub const DEFAULT_LIMITER_CAPACITY: u64 = 2_000_000;
 
-    /// The service over these stores, with the defaults above. `orders` must keep its
-    /// orders beside `pets` (placing an order changes its pet's status), and `idempotency`
-    /// its records beside both (a record commits with the pet or order it records).
+    /// The service over these stores, with the defaults above. `changes` must change the
+    /// pets of `pets`, `orders` keep its orders beside them (placing an order changes its
+    /// pet's status, and an open order holds its pet against changes), and `idempotency` its
+    /// records beside both (a record commits with the pet or order it records).
     pub fn new(
         pets: Arc<dyn PetRepository>,
+        changes: Arc<dyn PetChanges>,
         orders: Arc<dyn OrderRepository>,
         idempotency: Arc<dyn IdempotencyStore>,
         keys: Arc<dyn ApiKeyStore>,
     ) -> Self {
         Self {
             pets,
+            changes,
             orders,
             idempotency,
             keys,
@@ -139,6 +144,7 @@ impl Wiring {
     pub fn state(self) -> AppState {
         let Self {
             pets,
+            changes,
             orders,
             idempotency,
             keys,
@@ -162,7 +168,7 @@ impl Wiring {
         };
         let keys = Arc::new(CachedApiKeyStore::new(keys, clock.clone()));
         AppState {
-            pets: PetService::new(pets),
+            pets: PetService::new(pets, changes),
             orders: OrderService::new(orders, clock.clone()),
             idempotency: IdempotencyService::new(idempotency, clock.clone()),
             keys: KeyService::new(keys, clock.clone(), environment),

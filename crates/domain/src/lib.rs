@@ -5,6 +5,8 @@
 //!
 //! - [`pet`]: [`Pet`], [`NewPet`] and the validated values they are made of. Every rule of the
 //!   contract lives in exactly one constructor, so an invalid value cannot exist.
+//! - [`changes`]: a pet's patch, its removal, the preconditions they take, and the
+//!   inventory: how many pets have each status.
 //! - [`name_rule`]: the one rule for names people type, which pet names and key names
 //!   follow.
 //! - [`excerpt`](mod@excerpt): how much of a client's value a message or a log line repeats.
@@ -24,6 +26,7 @@
 //! `animal-store-infra`, HTTP in `animal-store-api`.
 
 pub mod api_key;
+pub mod changes;
 pub mod excerpt;
 pub mod idempotency;
 pub mod idempotency_service;
@@ -43,6 +46,7 @@ pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
     KeyNameError, PresentedKey,
 };
+pub use changes::{ChangePetError, Inventory, PetChange, PetPatch, Precondition};
 pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use idempotency::{
     Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, IdempotentWrite,
@@ -63,7 +67,8 @@ pub use pet::{
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{
-    ApiKeyStore, Clock, HealthCheck, IdempotencyStore, OrderRepository, PetRepository, Rotation,
+    ApiKeyStore, Clock, HealthCheck, IdempotencyStore, OrderRepository, PetChanges, PetRepository,
+    Rotation,
 };
 pub use rate_limit::{
     Decision, GiveBack, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,

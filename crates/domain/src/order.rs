@@ -81,6 +81,15 @@ impl OrderStatus {
         }
     }
 
+    /// The statuses of an open order, which holds its pet: `placed` and `approved`.
+    pub const OPEN: [Self; 2] = [Self::Placed, Self::Approved];
+
+    /// Whether an order with this status is open: it holds its pet, whose status then
+    /// follows the order alone and which cannot be removed.
+    pub const fn is_open(self) -> bool {
+        matches!(self, Self::Placed | Self::Approved)
+    }
+
     /// The pet's status while its order has this status.
     pub const fn pet_status(self) -> PetStatus {
         match self {

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::api_key::{ApiKey, KeyDigest, KeyId};
+use crate::changes::{ChangePetError, Inventory, PetPatch, Precondition};
 use crate::idempotency::{IdempotentWrite, KeyUse, RenderOrder, RenderPet};
 use crate::order::{NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError};
 use crate::pet::{NewPet, Pet, PetId, PetStatus};
@@ -46,6 +47,50 @@ pub trait PetRepository: Send + Sync + 'static {
         after: Option<PetId>,
         count: usize,
     ) -> Result<Vec<Pet>, RepositoryError>;
+}
+
+/// Where pets are changed, removed and counted, beside the orders that hold them: an open
+/// order's pet keeps its status and stays (see [`PetChange::needs_release`]). A port of its
+/// own, so that an adapter of [`PetRepository`] written before it still compiles.
+///
+/// [`PetChange::needs_release`]: crate::changes::PetChange::needs_release
+#[async_trait]
+pub trait PetChanges: Send + Sync + 'static {
+    /// In one transaction: if the pet exists, `expected` holds for it as stored, and no open
+    /// order forbids the patch, applies `patch` and returns the pet as it is then.
+    ///
+    /// # Errors
+    ///
+    /// [`ChangePetError::NotFound`], [`ChangePetError::PreconditionFailed`] or
+    /// [`ChangePetError::Held`], decided in that order, and nothing changes;
+    /// [`ChangePetError::Repository`] when the store fails, and nothing changes.
+    async fn update(
+        &self,
+        id: PetId,
+        patch: PetPatch,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError>;
+
+    /// In one transaction: if the pet exists, `expected` holds for it and no open order
+    /// holds it, removes it and returns it as it was. Its id is never given to another pet;
+    /// the closed orders that name it stay.
+    ///
+    /// # Errors
+    ///
+    /// As [`PetChanges::update`].
+    async fn remove(
+        &self,
+        id: PetId,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError>;
+
+    /// How many pets have each status, exact after every committed write, at a cost that
+    /// does not grow with the number of pets.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn inventory(&self) -> Result<Inventory, RepositoryError>;
 }
 
 /// Where orders are kept, beside the pets they reserve: placing an order and moving it

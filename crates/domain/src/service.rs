@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::changes::{ChangePetError, Inventory, PetPatch, Precondition};
 use crate::listing::{Listing, Page};
 use crate::pet::{NewPet, Pet, PetId, PetStatus};
-use crate::ports::PetRepository;
+use crate::ports::{PetChanges, PetRepository};
 use crate::repository_error::RepositoryError;
 
 /// What a listing of pets asks for: a status, a page size, the pet a cursor names.
@@ -33,12 +34,13 @@ pub enum GetPetError {
 #[derive(Clone)]
 pub struct PetService {
     pets: Arc<dyn PetRepository>,
+    changes: Arc<dyn PetChanges>,
 }
 
 impl PetService {
-    /// A catalogue kept in `pets`.
-    pub fn new(pets: Arc<dyn PetRepository>) -> Self {
-        Self { pets }
+    /// A catalogue kept in `pets`, changed and counted through `changes`.
+    pub fn new(pets: Arc<dyn PetRepository>, changes: Arc<dyn PetChanges>) -> Self {
+        Self { pets, changes }
     }
 
     /// Adds a pet.
@@ -67,5 +69,43 @@ impl PetService {
     pub async fn list(&self, listing: PetListing) -> Result<PetPage, RepositoryError> {
         let fetched = self.pets.list(listing.filter, listing.after, listing.fetch()).await?;
         Ok(listing.page(fetched, |pet| pet.id))
+    }
+
+    /// Changes the fields `patch` names, if `expected` holds for the pet as stored.
+    ///
+    /// # Errors
+    ///
+    /// [`ChangePetError`]: no such pet, the precondition failed, an open order holds its
+    /// status, or the store failed; nothing changed.
+    pub async fn update(
+        &self,
+        id: PetId,
+        patch: PetPatch,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        self.changes.update(id, patch, expected).await
+    }
+
+    /// Removes the pet, if `expected` holds for it as stored; returns it as it was.
+    ///
+    /// # Errors
+    ///
+    /// [`ChangePetError`]: no such pet, the precondition failed, an open order holds it, or
+    /// the store failed; nothing changed.
+    pub async fn remove(
+        &self,
+        id: PetId,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        self.changes.remove(id, expected).await
+    }
+
+    /// How many pets have each status.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn inventory(&self) -> Result<Inventory, RepositoryError> {
+        self.changes.inventory().await
     }
 }

@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, Decision, GiveBack, IdempotencyStore, IdempotentWrite, KeyDigest, KeyId,
-    KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet, PetId,
-    PetRepository, PetStatus, PlaceOrderError, Quota, RateLimitPolicy, RateLimiter, RenderOrder,
-    RenderPet, RepositoryError, Rotation, Subject, UpdateOrderError,
+    ApiKey, ApiKeyStore, ChangePetError, Decision, GiveBack, IdempotencyStore, IdempotentWrite,
+    Inventory, KeyDigest, KeyId, KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository,
+    OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository, PetStatus, PlaceOrderError,
+    Precondition, Quota, RateLimitPolicy, RateLimiter, RenderOrder, RenderPet, RepositoryError,
+    Rotation, Subject, UpdateOrderError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -128,6 +129,46 @@ impl PetRepository for FaultyPetRepository {
     ) -> Result<Vec<Pet>, RepositoryError> {
         self.injector.call().await?;
         self.inner.list(status, after, count).await
+    }
+}
+
+/// A [`PetChanges`] that fails on purpose.
+pub struct FaultyPetChanges {
+    inner: Arc<dyn PetChanges>,
+    injector: Arc<Injector>,
+}
+
+impl FaultyPetChanges {
+    /// `inner`, failing as `injector` decides.
+    pub fn new(inner: Arc<dyn PetChanges>, injector: Arc<Injector>) -> Self {
+        Self { inner, injector }
+    }
+}
+
+#[async_trait]
+impl PetChanges for FaultyPetChanges {
+    async fn update(
+        &self,
+        id: PetId,
+        patch: PetPatch,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        self.injector.call().await?;
+        self.inner.update(id, patch, expected).await
+    }
+
+    async fn remove(
+        &self,
+        id: PetId,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        self.injector.call().await?;
+        self.inner.remove(id, expected).await
+    }
+
+    async fn inventory(&self) -> Result<Inventory, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.inventory().await
     }
 }
 

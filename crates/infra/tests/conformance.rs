@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use animal_store_domain::{ApiKeyStore, PetRepository};
 use animal_store_infra::conformance::faults::Stores;
-use animal_store_infra::conformance::{IdempotencyStores, OrderStores};
+use animal_store_infra::conformance::{IdempotencyStores, OrderStores, PetChangeStores};
 use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
 use animal_store_infra::{
@@ -55,6 +55,35 @@ async fn postgres_order_repository() {
         return;
     };
     conformance::order_repository(&OrderStores { pets: &db.pets(), orders: &db.orders() }).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn memory_pet_changes() {
+    let pets = Arc::new(MemoryPetRepository::new());
+    let orders = MemoryOrderRepository::new(Arc::clone(&pets));
+    conformance::pet_changes(&PetChangeStores { pets: &*pets, changes: &*pets, orders: &orders })
+        .await;
+}
+
+#[tokio::test]
+async fn sqlite_pet_changes() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let (pets, orders) = (db.pets(), db.orders());
+    conformance::pet_changes(&PetChangeStores { pets: &pets, changes: &pets, orders: &orders })
+        .await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_pet_changes() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    let (pets, orders) = (db.pets(), db.orders());
+    conformance::pet_changes(&PetChangeStores { pets: &pets, changes: &pets, orders: &orders })
+        .await;
     db.close().await;
 }
 

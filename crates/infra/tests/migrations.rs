@@ -5,7 +5,10 @@ use animal_store_domain::{
     ApiKey, ApiKeyStore, Fingerprint, IdempotencyKey, IdempotencyStore, IdempotentWrite, KeyId,
     KeyUse, NewOrder, OrderRepository, PetStatus, Rotation, StoredResponse,
 };
-use animal_store_domain::{ApiKeySecret, Environment, PetRepository, Plan};
+use animal_store_domain::{
+    ApiKeySecret, ChangePetError, Environment, Inventory, OrderId, OrderStatus, PetChanges, PetId,
+    PetRepository, Plan,
+};
 use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upgraded};
 
@@ -21,7 +24,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m20261123_000003_key_lifecycle",
             "m20261123_000004_create_orders",
             "m20261123_000005_create_idempotency_keys",
-            "m20261123_000006_drop_idempotency_created_at_index"
+            "m20261123_000006_drop_idempotency_created_at_index",
+            "m20261126_000007_pet_changes"
         ]
     );
 }
@@ -251,5 +255,61 @@ async fn the_sweep_needs_no_index_on_created_at_on_sqlite() {
 async fn the_sweep_needs_no_index_on_created_at_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         the_sweep_needs_no_index_on_created_at(&url).await;
+    }
+}
+
+/// `m20261126_000007_pet_changes` on a database with pets and orders, open and closed: the
+/// inventory counts the pets there were, the orders stay (on SQLite, through the rebuild of
+/// their table) and a pet whose orders are closed can be removed, while one an open order
+/// holds cannot.
+async fn pets_can_change_on_a_database_with_orders(url: &str) {
+    let at = "'2027-01-15 08:00:00+00:00'";
+    let orders = format!(
+        "INSERT INTO orders (pet_id, owner, status, created_at, updated_at) \
+         VALUES (3, 'oldkey000001', 'placed', {at}, {at}), (4, 'oldkey000001', 'delivered', {at}, {at})"
+    );
+    let seed = [
+        "INSERT INTO pets (name, category_id, status) VALUES ('A', 1, 'available'), \
+         ('B', 1, 'available'), ('Held', 1, 'pending'), ('Sold', 1, 'sold')",
+        orders.as_str(),
+    ];
+    let db = upgraded(url, 6, &seed).await;
+    let counts = |available, pending, sold| {
+        Inventory::of([
+            (PetStatus::Available, available),
+            (PetStatus::Pending, pending),
+            (PetStatus::Sold, sold),
+        ])
+    };
+    let pets = db.pets();
+    assert_eq!(pets.inventory().await.expect("inventory"), counts(2, 1, 1), "the pets there were");
+    let owner = KeyId::new("oldkey000001").expect("a key id");
+    let delivered = db.orders().get(&owner, OrderId::new(2)).await.expect("get");
+    assert_eq!(delivered.map(|order| order.status), Some(OrderStatus::Delivered));
+    let removed = pets.remove(PetId::new(4), None).await.expect("a pet whose orders are closed");
+    assert_eq!(removed.name.as_str(), "Sold");
+    let kept = db.orders().get(&owner, OrderId::new(2)).await.expect("get");
+    assert!(kept.is_some(), "the order of a removed pet stays");
+    assert!(matches!(
+        pets.remove(PetId::new(3), None).await,
+        Err(ChangePetError::Held { order, .. }) if order == OrderId::new(1)
+    ));
+    let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("an instant");
+    let order = NewOrder { pet_id: PetId::new(1), owner, at };
+    let placed = db.orders().place(order).await.expect("an order after the upgrade");
+    assert_eq!(placed.id, OrderId::new(3), "order ids go on from the last");
+    assert_eq!(pets.inventory().await.expect("inventory"), counts(1, 2, 0));
+    db.close().await;
+}
+
+#[tokio::test]
+async fn pets_can_change_on_a_database_with_orders_on_sqlite() {
+    pets_can_change_on_a_database_with_orders(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn pets_can_change_on_a_database_with_orders_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        pets_can_change_on_a_database_with_orders(&url).await;
     }
 }

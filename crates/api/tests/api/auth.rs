@@ -161,7 +161,10 @@ async fn an_unreachable_key_store_is_503() {
     let keys = KeyService::new(Arc::new(UnreachableKeys), clock.clone(), Environment::Production);
     let (_, secret) = animal_store_domain::ApiKeySecret::generate(Environment::Production);
     let state = AppState {
-        pets: PetService::new(Arc::new(MemoryPetRepository::new())),
+        pets: PetService::new(
+            Arc::new(MemoryPetRepository::new()),
+            Arc::new(MemoryPetRepository::new()),
+        ),
         orders: OrderService::new(
             Arc::new(MemoryOrderRepository::new(Arc::new(MemoryPetRepository::new()))),
             clock.clone(),

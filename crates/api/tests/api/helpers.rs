@@ -70,8 +70,9 @@ impl Harness {
         // Business: room for every test's requests within one minute of the manual clock.
         let key = keys.issue(None, Plan::Business).await.expect("issue").secret.expose().to_owned();
         let state = AppState {
-            pets: PetService::new(pets.clone()),
-            // No test of this crate places orders or idempotency: they have stores of their own.
+            // No test of this crate changes pets, places orders or uses idempotency keys: they
+            // have stores of their own.
+            pets: PetService::new(pets.clone(), Arc::new(MemoryPetRepository::new())),
             orders: OrderService::new(
                 Arc::new(MemoryOrderRepository::new(Arc::new(MemoryPetRepository::new()))),
                 Arc::new(clock.clone()),

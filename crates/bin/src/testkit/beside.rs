@@ -1,16 +1,17 @@
 //! What the kit puts beside a pet adapter given alone ([`TestKit::with_pets`]): every pet
 //! write reaches that adapter, keyed createPet included, its record kept here; orders, which
-//! move their pets' statuses through no port of a pet adapter, are refused with a message
-//! that says what to give instead.
+//! move their pets' statuses through no port of a pet adapter, and the pets' changes, which
+//! are another port, are refused with a message that says what to give instead.
 //!
 //! [`TestKit::with_pets`]: super::TestKit::with_pets
 
 use std::sync::Arc;
 
 use animal_store_domain::{
-    IdempotencyRecord, IdempotencyStore, IdempotentWrite, KeyId, KeyUse, NewOrder, NewPet, Order,
-    OrderId, OrderRepository, OrderStatus, Pet, PetRepository, PlaceOrderError, RenderOrder,
-    RenderPet, RepositoryError, UpdateOrderError,
+    ChangePetError, IdempotencyRecord, IdempotencyStore, IdempotentWrite, Inventory, KeyId, KeyUse,
+    NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet, PetChanges, PetId,
+    PetPatch, PetRepository, PlaceOrderError, Precondition, RenderOrder, RenderPet,
+    RepositoryError, UpdateOrderError,
 };
 use animal_store_infra::memory::idempotency::{Records, existing, sweep};
 use async_trait::async_trait;
@@ -27,6 +28,45 @@ pub struct OrdersNeedTheirStores;
 
 fn refused() -> RepositoryError {
     RepositoryError::Backend(Box::new(OrdersNeedTheirStores))
+}
+
+/// The changes beside a pet adapter given alone.
+#[derive(Debug, Error)]
+#[error(
+    "TestKit: updatePet, deletePet and getInventory need `with_changes` beside `with_pets`: they use the `PetChanges` port, which a `PetRepository` alone does not have"
+)]
+pub struct ChangesNeedTheirStore;
+
+/// The changes beside a pet adapter given alone: every call refused with
+/// [`ChangesNeedTheirStore`].
+pub struct NoChanges;
+
+fn no_changes() -> RepositoryError {
+    RepositoryError::Backend(Box::new(ChangesNeedTheirStore))
+}
+
+#[async_trait]
+impl PetChanges for NoChanges {
+    async fn update(
+        &self,
+        _id: PetId,
+        _patch: PetPatch,
+        _expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        Err(no_changes().into())
+    }
+
+    async fn remove(
+        &self,
+        _id: PetId,
+        _expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        Err(no_changes().into())
+    }
+
+    async fn inventory(&self) -> Result<Inventory, RepositoryError> {
+        Err(no_changes())
+    }
 }
 
 /// Idempotency records beside any pet adapter. A keyed write holds the records for its

@@ -25,8 +25,8 @@ use std::time::Duration;
 use animal_store_api::server::{Limits, Server};
 use animal_store_api::{AppState, app};
 use animal_store_domain::{
-    ApiKeyStore, IdempotencyStore, OrderRepository, PetRepository, Plan, RateLimitPolicy,
-    RateLimiter,
+    ApiKeyStore, IdempotencyStore, OrderRepository, PetChanges, PetRepository, Plan,
+    RateLimitPolicy, RateLimiter,
 };
 use animal_store_infra::{
     ManualClock, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
@@ -40,7 +40,9 @@ use tokio::task::JoinHandle;
 
 use crate::wiring::Wiring;
 
-pub use beside::{NoOrders, OrdersNeedTheirStores, RecordsBeside};
+pub use beside::{
+    ChangesNeedTheirStore, NoChanges, NoOrders, OrdersNeedTheirStores, RecordsBeside,
+};
 
 /// 2026-11-22T00:00:00Z, a UTC midnight: where a kit's clock starts unless told otherwise.
 pub const START: u64 = 1_795_305_600;
@@ -48,9 +50,10 @@ pub const START: u64 = 1_795_305_600;
 /// The parts of a test app; [`TestKit::build`] wires them.
 pub struct TestKit {
     pets: Arc<dyn PetRepository>,
+    changes: Arc<dyn PetChanges>,
     orders: Arc<dyn OrderRepository>,
     idempotency: Arc<dyn IdempotencyStore>,
-    /// Which of the three the test gave.
+    /// Which of the stores beside the pets the test gave.
     given: Given,
     keys: Arc<dyn ApiKeyStore>,
     limiter: Option<Arc<dyn RateLimiter>>,
@@ -60,8 +63,13 @@ pub struct TestKit {
 
 /// The stores a test swapped for its adapters.
 #[derive(Debug, Clone, Copy, Default)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "four independent facts: which stores the test gave, in any order"
+)]
 struct Given {
     pets: bool,
+    changes: bool,
     orders: bool,
     idempotency: bool,
 }
@@ -81,6 +89,7 @@ impl TestKit {
         Self {
             idempotency: Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone())),
             orders,
+            changes: pets.clone(),
             pets,
             given: Given::default(),
             keys: Arc::new(MemoryApiKeyStore::new()),
@@ -100,6 +109,17 @@ impl TestKit {
     pub fn with_pets(mut self, pets: Arc<dyn PetRepository>) -> Self {
         self.pets = pets;
         self.given.pets = true;
+        self
+    }
+
+    /// The changes (updatePet, deletePet, getInventory) of the pets given to
+    /// [`TestKit::with_pets`]: the same adapter, usually, if it implements [`PetChanges`].
+    /// Given pets alone, the kit refuses those operations (a 500, [`ChangesNeedTheirStore`]
+    /// in the log).
+    #[must_use]
+    pub fn with_changes(mut self, changes: Arc<dyn PetChanges>) -> Self {
+        self.changes = changes;
+        self.given.changes = true;
         self
     }
 
@@ -148,16 +168,29 @@ impl TestKit {
 
     /// The app, wired by [`Wiring`] as `serve` wires it.
     pub fn build(self) -> TestApp {
-        let Self { pets, mut orders, mut idempotency, given, keys, limiter, policy, clock } = self;
+        let Self {
+            pets,
+            mut changes,
+            mut orders,
+            mut idempotency,
+            given,
+            keys,
+            limiter,
+            policy,
+            clock,
+        } = self;
         // The kit's own orders and records are kept beside its own pets: beside pets of
         // the test's, they would reserve and record pets the test never sees.
+        if given.pets && !given.changes {
+            changes = Arc::new(NoChanges);
+        }
         if given.pets && !given.orders {
             orders = Arc::new(NoOrders);
         }
         if given.pets && !given.idempotency {
             idempotency = Arc::new(RecordsBeside::new(pets.clone()));
         }
-        let mut wiring = Wiring::new(pets, orders, idempotency, keys)
+        let mut wiring = Wiring::new(pets, changes, orders, idempotency, keys)
             .clock(Arc::new(clock.clone()))
             .policy(policy);
         if let Some(limiter) = limiter {

@@ -6,11 +6,13 @@
 //!
 //! [`faults`] checks what stores over a real database promise when that database fails.
 
+mod changes;
 pub mod faults;
 mod idempotency;
 mod orders;
 mod rotation;
 
+pub use changes::{PetChangeStores, pet_changes};
 pub use idempotency::{IdempotencyStores, idempotency_store};
 pub use orders::{OrderStores, order_repository};
 

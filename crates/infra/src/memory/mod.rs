@@ -3,8 +3,10 @@
 //! the conformance suites check.
 
 pub mod idempotency;
+mod pets;
 
 pub use idempotency::MemoryIdempotencyStore;
+pub use pets::MemoryPetRepository;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -12,68 +14,15 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewOrder, NewPet, Order, OrderId, OrderRepository,
-    OrderStatus, Pet, PetId, PetRepository, PetStatus, PlaceOrderError, RepositoryError, Rotation,
-    UpdateOrderError,
+    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewOrder, Order, OrderId, OrderRepository, OrderStatus,
+    PetStatus, PlaceOrderError, RepositoryError, Rotation, UpdateOrderError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-/// Pets in a map ordered by id.
-#[derive(Debug, Default)]
-pub struct MemoryPetRepository {
-    pets: RwLock<BTreeMap<PetId, Pet>>,
-}
-
-impl MemoryPetRepository {
-    /// An empty catalogue.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-impl MemoryPetRepository {
-    /// Adds `pet` at once.
-    fn add(&self, pet: NewPet) -> Pet {
-        let mut pets = self.pets.write().unwrap_or_else(PoisonError::into_inner);
-        let id = PetId::new(pets.last_key_value().map_or(1, |(id, _)| id.get() + 1));
-        let pet = Pet::from_new(id, pet);
-        pets.insert(id, pet.clone());
-        pet
-    }
-}
-
-#[async_trait]
-impl PetRepository for MemoryPetRepository {
-    async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        Ok(self.add(pet))
-    }
-
-    async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
-        Ok(self.pets.read().unwrap_or_else(PoisonError::into_inner).get(&id).cloned())
-    }
-
-    async fn list(
-        &self,
-        status: Option<PetStatus>,
-        after: Option<PetId>,
-        count: usize,
-    ) -> Result<Vec<Pet>, RepositoryError> {
-        let pets = self.pets.read().unwrap_or_else(PoisonError::into_inner);
-        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
-        Ok(pets
-            .range((from, Bound::Unbounded))
-            .map(|(_, pet)| pet)
-            .filter(|pet| status.is_none_or(|s| pet.status == s))
-            .take(count)
-            .cloned()
-            .collect())
-    }
-}
-
 /// Orders in a map ordered by id, beside the pets of a [`MemoryPetRepository`] whose
-/// statuses they change. A change holds the pets' lock, then the orders', for its whole
-/// length: it is one transaction.
+/// statuses they change and which their open orders hold. A change holds the pets' lock,
+/// then the orders', for its whole length: it is one transaction.
 #[derive(Debug)]
 pub struct MemoryOrderRepository {
     pets: Arc<MemoryPetRepository>,
@@ -94,15 +43,16 @@ impl MemoryOrderRepository {
 impl MemoryOrderRepository {
     /// Places `order` at once.
     fn add(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
-        let mut pets = self.pets.pets.write().unwrap_or_else(PoisonError::into_inner);
-        let pet = pets.get_mut(&order.pet_id).ok_or(PlaceOrderError::NoSuchPet(order.pet_id))?;
+        let mut catalogue = self.pets.shelf();
+        let pet = catalogue.get(order.pet_id).ok_or(PlaceOrderError::NoSuchPet(order.pet_id))?;
         if pet.status != PetStatus::Available {
             return Err(PlaceOrderError::PetNotAvailable { pet: pet.id, status: pet.status });
         }
         let mut orders = self.orders();
         let id = OrderId::new(orders.last_key_value().map_or(1, |(id, _)| id.get() + 1));
         let order = order.placed(id);
-        pet.status = order.status.pet_status();
+        catalogue.set_status(order.pet_id, order.status.pet_status());
+        catalogue.hold(order.pet_id, id);
         orders.insert(id, order.clone());
         Ok(order)
     }
@@ -143,15 +93,16 @@ impl OrderRepository for MemoryOrderRepository {
         to: OrderStatus,
         at: DateTime<Utc>,
     ) -> Result<Order, UpdateOrderError> {
-        let mut pets = self.pets.pets.write().unwrap_or_else(PoisonError::into_inner);
+        let mut catalogue = self.pets.shelf();
         let mut orders = self.orders();
         let order = orders
             .get_mut(&id)
             .filter(|order| order.owner == *owner)
             .ok_or(UpdateOrderError::NotFound(id))?;
         let pet_status = order.status.move_to(to)?;
-        if let Some(pet) = pets.get_mut(&order.pet_id) {
-            pet.status = pet_status;
+        catalogue.set_status(order.pet_id, pet_status);
+        if !to.is_open() {
+            catalogue.release(order.pet_id);
         }
         order.status = to;
         order.updated_at = at;

@@ -136,6 +136,35 @@ pub mod idempotency_key {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+/// The `pet_counts` table: how many pets have each status, in slots the inventory adds up,
+/// kept by triggers on `pets` (see the migration `m20261126_000007_pet_changes`). Read by
+/// raw statement; the entity names its columns for the schema's documentation.
+pub mod pet_count {
+    use sea_orm::entity::prelude::*;
+
+    /// One status's count in one slot.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "pet_counts")]
+    pub struct Model {
+        /// `available`, `pending` or `sold`.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub status: String,
+        /// The slot: 0 on SQLite; on PostgreSQL, the writing connection's process id
+        /// modulo 16.
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub slot: i32,
+        /// How many pets of that status the slot counts (a slot's count may be negative;
+        /// their sum is not).
+        pub pets: i64,
+    }
+
+    /// Counts relate to nothing.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 /// The `schema_window` table: which binaries may run on this database, written under the
 /// migration lock by the binary that migrated it last (see `window.rs`). Not a migration's:
 /// created beside `seaql_migrations`, so that binaries that predate it run as before.
@@ -195,5 +224,6 @@ mod tests {
         check::<super::order::Entity>();
         check::<super::idempotency_key::Entity>();
         check::<super::schema_window::Entity>();
+        check::<super::pet_count::Entity>();
     }
 }

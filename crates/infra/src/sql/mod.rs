@@ -21,6 +21,7 @@
 //! `writer.rs` for the invariant that keeps an acknowledged write stored.
 
 mod additions;
+mod changes;
 mod connector;
 mod entity;
 mod failure;

@@ -63,6 +63,18 @@ impl SeaOrmPetRepository {
     pub(super) fn new(readers: PetReaders, reads: Arc<Reads>, writer: Writer) -> Self {
         Self { readers, reads, writer }
     }
+
+    pub(super) fn readers(&self) -> &PetReaders {
+        &self.readers
+    }
+
+    pub(super) fn reads(&self) -> &Reads {
+        &self.reads
+    }
+
+    pub(super) fn writer(&self) -> &Writer {
+        &self.writer
+    }
 }
 
 /// Runs `query` on SQLite's reader threads, each row as a [`pet::Model`].

@@ -17,6 +17,8 @@ mod m20261123_000003_key_lifecycle;
 mod m20261123_000004_create_orders;
 mod m20261123_000005_create_idempotency_keys;
 mod m20261123_000006_drop_idempotency_created_at_index;
+mod m20261126_000007_pet_changes;
+mod rebuild;
 
 use sea_orm_migration::prelude::*;
 
@@ -52,6 +54,7 @@ fn steps() -> Vec<Step> {
     use m20261123_000004_create_orders as m4;
     use m20261123_000005_create_idempotency_keys as m5;
     use m20261123_000006_drop_idempotency_created_at_index as m6;
+    use m20261126_000007_pet_changes as m7;
     vec![
         Step::new(m1::Migration, m1::COMPATIBILITY),
         Step::new(m2::Migration, m2::COMPATIBILITY),
@@ -59,6 +62,7 @@ fn steps() -> Vec<Step> {
         Step::new(m4::Migration, m4::COMPATIBILITY),
         Step::new(m5::Migration, m5::COMPATIBILITY),
         Step::new(m6::Migration, m6::COMPATIBILITY),
+        Step::new(m7::Migration, m7::COMPATIBILITY),
     ]
 }
 

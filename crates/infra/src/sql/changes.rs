@@ -1,0 +1,166 @@
+//! Changing, removing and counting pets over SeaORM (see [`PetChanges`]).
+//!
+//! A change is one job of the database's writer (see [`writer`](super::writer)): the pet
+//! is read, the client's precondition checked on it, the open order that holds it looked
+//! up when the change needs it free, and the row changed, in one transaction. Across
+//! processes sharing a PostgreSQL database the pet's row is locked first (`SELECT ... FOR
+//! UPDATE`), so that an order placed or moved at the same time, which updates that row, is
+//! decided before or after the change, never beside it.
+//!
+//! The inventory adds up `pet_counts`, which triggers on `pets` keep (see the migration
+//! `m20261126_000007_pet_changes`): a handful of rows, however many pets there are.
+
+use animal_store_domain::{
+    ChangePetError, Inventory, OrderId, OrderStatus, Pet, PetChange, PetChanges, PetId, PetPatch,
+    PetStatus, Precondition, RepositoryError,
+};
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, QueryTrait, Statement,
+};
+
+use super::entity::{order, pet, pet_count};
+use super::failure::{corrupt, in_write};
+use super::pet_rows::to_pet;
+use super::pets::{PetReaders, SeaOrmPetRepository};
+
+/// The count of each status, added up over its slots (`SUM` of a `BIGINT` is a `NUMERIC` on
+/// PostgreSQL: cast back).
+fn counts(backend: DbBackend) -> Statement {
+    pet_count::Entity::find()
+        .select_only()
+        .column(pet_count::Column::Status)
+        .column_as(Expr::cust("CAST(SUM(pets) AS BIGINT)"), "pets")
+        .group_by(pet_count::Column::Status)
+        .build(backend)
+}
+
+/// In `txn`: makes `change` to the pet `id` if the rules of [`PetChanges`] allow it.
+async fn change(
+    txn: &DatabaseTransaction,
+    id: PetId,
+    change: PetChange,
+    expected: Option<Precondition>,
+) -> Result<Result<Pet, ChangePetError>, DbErr> {
+    let mut query = pet::Entity::find_by_id(id.get());
+    if txn.get_database_backend() == DbBackend::Postgres {
+        // Orders placed or moved by other processes wait for this transaction to end.
+        query = query.lock_exclusive();
+    }
+    let Some(row) = query.one(txn).await? else {
+        return Ok(Err(ChangePetError::NotFound(id)));
+    };
+    let pet = to_pet(&row).map_err(|e| in_write(&e))?;
+    if expected.is_some_and(|expected| !expected(&pet)) {
+        return Ok(Err(ChangePetError::PreconditionFailed(id)));
+    }
+    if change.needs_release(&pet)
+        && let Some(order) = open_order(txn, id).await?
+    {
+        return Ok(Err(ChangePetError::Held { pet: id, order }));
+    }
+    match change {
+        PetChange::Update(patch) => {
+            let changed = patch.apply(&pet);
+            if changed != pet {
+                pet::Entity::update_many()
+                    .col_expr(pet::Column::Name, Expr::value(changed.name.as_str()))
+                    .col_expr(pet::Column::CategoryId, Expr::value(changed.category_id.get()))
+                    .col_expr(pet::Column::Status, Expr::value(changed.status.as_str()))
+                    .filter(pet::Column::Id.eq(id.get()))
+                    .exec(txn)
+                    .await?;
+            }
+            Ok(Ok(changed))
+        }
+        PetChange::Remove => {
+            pet::Entity::delete_by_id(id.get()).exec(txn).await?;
+            Ok(Ok(pet))
+        }
+    }
+}
+
+/// The open order that holds the pet `id`, if one does.
+async fn open_order(txn: &DatabaseTransaction, id: PetId) -> Result<Option<OrderId>, DbErr> {
+    let open = OrderStatus::OPEN.map(OrderStatus::as_str);
+    let row = order::Entity::find()
+        .filter(order::Column::PetId.eq(id.get()))
+        .filter(order::Column::Status.is_in(open))
+        .order_by_asc(order::Column::Id)
+        .one(txn)
+        .await?;
+    Ok(row.map(|row| OrderId::new(row.id)))
+}
+
+/// The inventory from the rows of [`counts`].
+fn inventory(rows: impl IntoIterator<Item = (String, i64)>) -> Result<Inventory, RepositoryError> {
+    let counts = rows
+        .into_iter()
+        .map(|(status, pets)| {
+            let status = status.parse::<PetStatus>().map_err(|e| corrupt("pet_counts", e))?;
+            let pets = u64::try_from(pets).map_err(|e| corrupt("pet_counts", e))?;
+            Ok((status, pets))
+        })
+        .collect::<Result<Vec<_>, RepositoryError>>()?;
+    Ok(Inventory::of(counts))
+}
+
+impl PetReaders {
+    /// The rows of [`counts`].
+    async fn counts(&self) -> Result<Vec<(String, i64)>, DbErr> {
+        match self {
+            Self::Sqlite(threads) => {
+                threads
+                    .run(|connection| {
+                        use sea_orm_sync::ConnectionTrait as _;
+                        let sea_orm::Statement { sql, values, .. } = counts(DbBackend::Sqlite);
+                        let statement = sea_orm_sync::Statement {
+                            sql,
+                            values,
+                            db_backend: sea_orm_sync::DbBackend::Sqlite,
+                        };
+                        connection
+                            .query_all_raw(statement)?
+                            .iter()
+                            .map(|row| Ok((row.try_get("", "status")?, row.try_get("", "pets")?)))
+                            .collect()
+                    })
+                    .await
+            }
+            Self::Postgres(pg_readers) => {
+                let rows = pg_readers.query_all(counts(DbBackend::Postgres)).await?;
+                rows.iter()
+                    .map(|row| Ok((row.try_get("", "status")?, row.try_get("", "pets")?)))
+                    .collect()
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl PetChanges for SeaOrmPetRepository {
+    async fn update(
+        &self,
+        id: PetId,
+        patch: PetPatch,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        let update = PetChange::Update(patch);
+        self.writer().write(move |txn| Box::pin(change(txn, id, update, expected))).await?
+    }
+
+    async fn remove(
+        &self,
+        id: PetId,
+        expected: Option<Precondition>,
+    ) -> Result<Pet, ChangePetError> {
+        let remove = PetChange::Remove;
+        self.writer().write(move |txn| Box::pin(change(txn, id, remove, expected))).await?
+    }
+
+    async fn inventory(&self) -> Result<Inventory, RepositoryError> {
+        inventory(self.reads().run(self.readers().counts()).await?)
+    }
+}
