@@ -9,6 +9,7 @@ mod backup;
 mod bounded;
 mod browser;
 mod caching;
+mod changes;
 mod cli;
 mod conditional;
 mod connections;

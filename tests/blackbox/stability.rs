@@ -31,10 +31,13 @@ async fn every_operation_says_how_stable_it_is() {
         ("listPets", "stable"),
         ("createPet", "stable"),
         ("getPet", "stable"),
+        ("updatePet", "experimental"),
+        ("deletePet", "experimental"),
         ("placeOrder", "experimental"),
         ("listOrders", "experimental"),
         ("getOrder", "experimental"),
         ("updateOrder", "beta"),
+        ("getInventory", "experimental"),
         ("getRateLimit", "beta"),
     ];
     let found: Vec<(String, String)> = operations(&document)
@@ -117,4 +120,15 @@ async fn disabled_experimental_operations_do_not_exist() {
     assert_eq!(update.status(), 404, "served: no such order");
     assert_eq!(json(update).await["message"], "no order has id 1");
     assert_eq!(client.get(&server.url("/v1/pets")).await.status(), 200);
+
+    // The animals' changes and the inventory are experimental too.
+    for schema in ["PetPatch", "Inventory"] {
+        assert!(document["components"]["schemas"].get(schema).is_none(), "{schema}");
+    }
+    let inventory = client.get(&server.url("/v1/store/inventory")).await;
+    assert_eq!(inventory.status(), 404);
+    let delete = client.raw().delete(server.url("/v1/pets/1")).bearer_auth(&key).send().await;
+    let delete = delete.expect("a response");
+    assert_eq!(delete.status(), 405, "getPet is served on the path");
+    assert_eq!(delete.headers()["allow"], "GET, HEAD");
 }

@@ -48,6 +48,41 @@ pub trait BodyValue: Sized + Send + Sync {
     fn from_json(name: &str, json: &Value, context: &ParseContext) -> Result<Self, String>;
 }
 
+/// A field a patch may leave out: absent, it is `None` (the value stays as it is); present,
+/// it follows `T`'s rules, and `null`, which would remove a value no field may lack, is
+/// refused as `T` refuses it. Its schema is `T`'s, optional and without a default.
+impl<T: BodyValue> BodyValue for Option<T> {
+    const REQUIRED: bool = false;
+
+    fn schema() -> MetaSchemaRef {
+        without_default(T::schema())
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn absent() -> Option<Self> {
+        Some(None)
+    }
+
+    fn from_json(name: &str, json: &Value, context: &ParseContext) -> Result<Self, String> {
+        T::from_json(name, json, context).map(Some)
+    }
+}
+
+/// `schema` without the default it or the schemas it merges declare.
+fn without_default(schema: MetaSchemaRef) -> MetaSchemaRef {
+    match schema {
+        MetaSchemaRef::Inline(mut schema) => {
+            schema.default = None;
+            schema.all_of = schema.all_of.into_iter().map(without_default).collect();
+            MetaSchemaRef::Inline(schema)
+        }
+        reference @ MetaSchemaRef::Reference(_) => reference,
+    }
+}
+
 /// A field of a request body, as the client sent it (see the module's documentation).
 #[derive(Debug)]
 pub struct Field<T> {
@@ -108,6 +143,22 @@ pub fn object_body<T: ParseFromJSON>(value: Option<Value>) -> Result<T, crate::e
             T::parse_from_json(Some(object)).map_err(|_| not_an_object())
         }
         _ => Err(not_an_object()),
+    }
+}
+
+/// The values of three fields, or every problem with them in one `validation_failed`, each
+/// naming its field, in the order given.
+pub fn all_three<A, B, C>(
+    a: Result<A, String>,
+    b: Result<B, String>,
+    c: Result<C, String>,
+) -> Result<(A, B, C), crate::error::ApiError> {
+    match (a, b, c) {
+        (Ok(a), Ok(b), Ok(c)) => Ok((a, b, c)),
+        (a, b, c) => {
+            let problems: Vec<String> = [a.err(), b.err(), c.err()].into_iter().flatten().collect();
+            Err(crate::error::ApiError::validation_failed(problems.join("; ")))
+        }
     }
 }
 

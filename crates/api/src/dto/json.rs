@@ -6,11 +6,11 @@
 //! type it carries derives `serde::Serialize` beside its schema, with the same names; a test
 //! checks that both give the same bytes.
 
-use poem::{IntoResponse, Response};
+use poem::{IntoResponse, Request, RequestBody, Response};
 use poem_openapi::ApiResponse;
-use poem_openapi::payload::Payload;
+use poem_openapi::payload::{Json, ParsePayload, Payload};
 use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
-use poem_openapi::types::Type;
+use poem_openapi::types::{ParseFromJSON, Type};
 use serde::Serialize;
 
 /// The content type of every JSON answer.
@@ -63,6 +63,41 @@ impl<T: Type + Serialize + Send> ApiResponse for JsonBody<T> {
 
     fn register(registry: &mut Registry) {
         T::register(registry);
+    }
+}
+
+/// A request body sent as `application/merge-patch+json` (RFC 7396), parsed as JSON is.
+/// An operation that also takes `application/json` lists this one first: poem-openapi's
+/// `Json` accepts every `+json` type.
+#[derive(Debug)]
+pub struct MergePatch<T>(pub T);
+
+/// The content type of a JSON merge patch.
+const MERGE_PATCH: &str = "application/merge-patch+json";
+
+impl<T: Type> Payload for MergePatch<T> {
+    const CONTENT_TYPE: &'static str = MERGE_PATCH;
+
+    fn check_content_type(content_type: &str) -> bool {
+        // The media type, without its parameters (`; charset=utf-8`).
+        let essence = content_type.split(';').next().unwrap_or_default();
+        essence.trim().eq_ignore_ascii_case(MERGE_PATCH)
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+}
+
+impl<T: ParseFromJSON> ParsePayload for MergePatch<T> {
+    const IS_REQUIRED: bool = true;
+
+    async fn from_request(request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
+        Json::<T>::from_request(request, body).await.map(|Json(value)| Self(value))
     }
 }
 

@@ -17,6 +17,7 @@ macro_rules! raw_value_is_self {
     };
 }
 
+pub mod changes;
 pub mod cursor;
 pub mod duplicates;
 pub mod field;

@@ -16,7 +16,7 @@ use poem_openapi::types::{ParseFromJSON, ParseResult, Type};
 use poem_openapi::{Enum, Object};
 use serde_json::Value;
 
-use crate::dto::field::{BodyValue, Field, ParseContext, kind, object_body};
+use crate::dto::field::{BodyValue, Field, ParseContext, all_three, kind, object_body};
 use crate::dto::params::Documented;
 use crate::error::ApiError;
 
@@ -89,19 +89,12 @@ impl NewPetSchema {
     /// The new pet, or every problem with the body, each naming its field.
     pub fn into_new_pet(self, context: &ParseContext) -> Result<NewPet, ApiError> {
         let Self { name, category_id, status } = self;
-        let parsed = (
+        let (name, category_id, status) = all_three(
             name.parse("name", context),
             category_id.parse("categoryId", context),
             status.parse("status", context),
-        );
-        match parsed {
-            (Ok(name), Ok(category_id), Ok(status)) => Ok(NewPet { name, category_id, status }),
-            (name, category_id, status) => {
-                let problems: Vec<String> =
-                    [name.err(), category_id.err(), status.err()].into_iter().flatten().collect();
-                Err(ApiError::validation_failed(problems.join("; ")))
-            }
-        }
+        )?;
+        Ok(NewPet { name, category_id, status })
     }
 }
 

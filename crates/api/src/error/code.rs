@@ -24,6 +24,9 @@ pub enum ErrorCode {
     IdempotencyInProgress,
     /// 410: the operation is past its sunset.
     Gone,
+    /// 412: the resource changed since the client read it: `If-Match` names none of its
+    /// current entity tags. Nothing changed.
+    PreconditionFailed,
     /// 413: the body is larger than 16 KiB.
     PayloadTooLarge,
     /// 415: the body is not `application/json`.
@@ -51,6 +54,7 @@ impl ErrorCode {
             Self::Conflict | Self::IdempotencyInProgress => StatusCode::CONFLICT,
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Gone => StatusCode::GONE,
+            Self::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::RateLimited | Self::ApiKeySuspended => StatusCode::TOO_MANY_REQUESTS,

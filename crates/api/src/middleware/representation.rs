@@ -103,6 +103,15 @@ async fn represent(
             let headers = response.headers_mut();
             headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.name()));
             headers.remove(header::CONTENT_LENGTH);
+            if held.is_none() {
+                // A write's answer tags its animal itself, unencoded (createPet, updatePet):
+                // the compressed representation has a tag of its own.
+                let tagged = headers.get(header::ETAG).and_then(|tag| tag.to_str().ok());
+                let coded = tagged.map(|tag| etag::in_coding(tag, coding));
+                if let Some(coded) = coded.and_then(|tag| HeaderValue::try_from(tag).ok()) {
+                    headers.insert(header::ETAG, coded);
+                }
+            }
             compressed
         }
         Err(err) => {

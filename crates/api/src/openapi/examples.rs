@@ -38,6 +38,8 @@ fn schema_examples() -> Map<String, Value> {
         ("Pet", pet.clone()),
         ("Pets", json!([pet])),
         ("NewPet", json!({"name": "Rex", "categoryId": 1, "status": "available"})),
+        ("PetPatch", json!({"name": "Rex II", "categoryId": 2, "status": "sold"})),
+        ("Inventory", json!({"available": 120, "pending": 4, "sold": 37})),
         ("PetStatus", json!("available")),
         ("Order", order.clone()),
         ("Orders", json!([order])),
@@ -69,7 +71,10 @@ fn error_example(operation: &str, status: u16) -> Value {
         (400, "listPets" | "listOrders") => {
             (ErrorCode::ValidationFailed, "limit must be between 1 and 100, got 0")
         }
-        (400, "createPet") => (ErrorCode::ValidationFailed, "name must not be blank"),
+        (400, "createPet" | "updatePet") => (ErrorCode::ValidationFailed, "name must not be blank"),
+        (400, "deletePet") => {
+            (ErrorCode::InvalidRequest, "petId must be an int64 integer, got \"abc\"")
+        }
         (400, "placeOrder") => (ErrorCode::ValidationFailed, "petId is required"),
         (400, "updateOrder") => (ErrorCode::ValidationFailed, "status is required"),
         (400, "getOrder") => {
@@ -80,6 +85,9 @@ fn error_example(operation: &str, status: u16) -> Value {
         (404, "getOrder" | "updateOrder") => (ErrorCode::NotFound, "no order has id 99"),
         (404, _) => (ErrorCode::NotFound, "no animal has id 99"),
         (409, "placeOrder") => (ErrorCode::Conflict, "animal 1 is pending, not available"),
+        (409, "updatePet" | "deletePet") => {
+            (ErrorCode::Conflict, "animal 1 is held by order 7, which is open")
+        }
         (409, "createPet") => (
             ErrorCode::IdempotencyInProgress,
             "a request with this Idempotency-Key is still being processed; retry later",
@@ -88,6 +96,10 @@ fn error_example(operation: &str, status: u16) -> Value {
         (410, _) => {
             (ErrorCode::Gone, "getPet was removed on 5 December 2030; use GET /v1/pets instead")
         }
+        (412, _) => (
+            ErrorCode::PreconditionFailed,
+            "animal 1 has changed since the entity tag in If-Match was issued: get it again",
+        ),
         (413, _) => {
             (ErrorCode::PayloadTooLarge, "the body must not be larger than 16 KiB (16384 bytes)")
         }

@@ -28,8 +28,8 @@ pub const API_VERSION: &str = "1.0.0";
 pub fn service(config: &ApiConfig) -> OpenApiService<Operations, ()> {
     OpenApiService::new((PetsApi, OrdersApi, AccountApi), "Animal Store API", API_VERSION)
         .description(
-            "Keep the catalogue of animals of a pet store: list them, add them, get one by id; \
-             reserve them with orders. Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
+            "Keep the catalogue of animals of a pet store: list them, add them, get one by id, \
+             change and remove them, count them by status; reserve them with orders. Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
              error answers with the `Error` body. The version is part of the path: every \
              address ends in `/v1`.",
         )

@@ -1,5 +1,6 @@
-//! The `store` operations: orders, each the caller's own (`docs/api.md#orders`).
-//! `placeOrder`, `listOrders` and `getOrder` are experimental, `updateOrder` beta.
+//! The `store` operations: orders, each the caller's own (`docs/api.md#orders`), and the
+//! inventory of the catalogue. `placeOrder`, `listOrders`, `getOrder` and `getInventory` are
+//! experimental, `updateOrder` beta.
 
 use animal_store_domain::{
     Answer, GetOrderError, Order, OrderId, PlaceOrderError, StoredResponse, UpdateOrderError,
@@ -13,6 +14,7 @@ use poem_openapi::types::ToJSON as _;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
 
 use crate::auth::BearerKey;
+use crate::dto::changes::InventoryBody;
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use crate::dto::field::ParseContext;
 use crate::dto::json::JsonBody;
@@ -60,6 +62,13 @@ enum OrderOk {
     /// The order.
     #[oai(status = 200)]
     Ok(JsonBody<OrderBody>),
+}
+
+#[derive(ApiResponse)]
+enum InventoryOk {
+    /// The count of each status.
+    #[oai(status = 200)]
+    Ok(JsonBody<InventoryBody>),
 }
 
 const UNAUTHORIZED: (ErrorCode, &str) = (ErrorCode::Unauthorized, "Missing or invalid API key.");
@@ -135,6 +144,11 @@ impl ErrorSet for UpdateOrderErrors {
         INTERNAL,
         UNAVAILABLE,
     ];
+}
+
+struct InventoryErrors;
+impl ErrorSet for InventoryErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[UNAUTHORIZED, INTERNAL, UNAVAILABLE];
 }
 
 /// The `store` operations. Like [`PetsApi`](super::PetsApi), they hold no state.
@@ -259,6 +273,21 @@ impl OrdersApi {
         let status = body.0.into_inner()?.into_status(&context)?;
         let order = state.orders.update(&key.0.owner, id, status).await?;
         Ok(OrderOk::Ok(JsonBody(order.into())))
+    }
+
+    /// [experimental] Count the animals by status
+    ///
+    /// How many animals are `available`, `pending` and `sold`: exact after every change,
+    /// and as quick with a million animals as with ten, since the counts are kept as the
+    /// animals change rather than counted for each request.
+    #[oai(path = "/store/inventory", method = "get", operation_id = "getInventory")]
+    async fn get_inventory(
+        &self,
+        _key: BearerKey,
+        state: Data<&AppState>,
+    ) -> Result<InventoryOk, OperationError<InventoryErrors>> {
+        let inventory = state.pets.inventory().await?;
+        Ok(InventoryOk::Ok(JsonBody(inventory.into())))
     }
 }
 

@@ -1,12 +1,19 @@
-//! The `animals` operations: `listPets`, `createPet` and the deprecated `getPet`.
+//! The `animals` operations: `listPets`, `createPet`, the deprecated `getPet`, and the
+//! experimental `updatePet` and `deletePet` (`docs/api.md#changing-and-removing-an-animal`).
 
-use animal_store_domain::{Answer, Pet, PetId, StoredResponse, excerpt};
+use animal_store_domain::{
+    Answer, ChangePetError, Pet, PetId, Precondition, StoredResponse, excerpt,
+};
+use poem::http::{HeaderValue, header};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 
+use crate::dto::changes::PetPatchBody;
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
+use crate::dto::json::MergePatch;
+use crate::etag::{self, NotAnEntityTag};
 use poem_openapi::payload::Json;
-use poem_openapi::{ApiResponse, OpenApi, Tags};
+use poem_openapi::{ApiRequest, ApiResponse, OpenApi, Tags};
 
 use crate::auth::BearerKey;
 use crate::deprecation::GET_PET;
@@ -48,7 +55,48 @@ enum CreatePetOk {
         /// The address of the new animal: `/v1/pets/{id}`.
         #[oai(header = "Location")]
         String,
+        /// A strong validator of the animal as added: send it in `If-Match` to change or
+        /// remove it only while nobody else has.
+        #[oai(header = "ETag")]
+        String,
     ),
+}
+
+#[derive(ApiResponse)]
+enum UpdatePetOk {
+    /// The animal as changed.
+    #[oai(status = 200)]
+    Ok(
+        JsonBody<PetBody>,
+        /// A strong validator of the animal as it is now: send it in `If-Match` with the next
+        /// change.
+        #[oai(header = "ETag")]
+        String,
+    ),
+}
+
+#[derive(ApiResponse)]
+enum DeletePetOk {
+    /// Animal removed. No body.
+    #[oai(status = 204)]
+    Removed,
+}
+
+/// An `updatePet` body: a JSON merge patch, sent as such or as plain JSON.
+#[derive(ApiRequest)]
+enum PetPatchRequest {
+    /// A JSON merge patch (RFC 7396).
+    MergePatch(MergePatch<PetPatchBody>),
+    /// The same patch, sent as `application/json`.
+    Json(Json<PetPatchBody>),
+}
+
+impl PetPatchRequest {
+    fn into_inner(self) -> PetPatchBody {
+        match self {
+            Self::MergePatch(MergePatch(body)) | Self::Json(Json(body)) => body,
+        }
+    }
 }
 
 #[derive(ApiResponse)]
@@ -100,10 +148,64 @@ impl ErrorSet for CreatePetErrors {
 struct GetPetErrors;
 impl ErrorSet for GetPetErrors {
     const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
-        (ErrorCode::InvalidRequest, "`petId` is not an integer."),
+        BAD_PET_ID,
         (ErrorCode::Unauthorized, "Missing or invalid API key."),
         (ErrorCode::NotFound, "The animal could not be found."),
         (ErrorCode::Gone, "The operation is past its sunset (5 December 2030)."),
+        (ErrorCode::InternalError, "The server failed."),
+        (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable."),
+    ];
+}
+
+const BAD_PET_ID: (ErrorCode, &str) = (ErrorCode::InvalidRequest, "`petId` is not an integer.");
+const PRECONDITION_FAILED: (ErrorCode, &str) = (
+    ErrorCode::PreconditionFailed,
+    "`If-Match` names none of the animal's current entity tags: it changed since it was read. \
+     Nothing changed.",
+);
+const HELD: (ErrorCode, &str) = (
+    ErrorCode::Conflict,
+    "An open order (placed or approved) holds the animal; the message names it.",
+);
+
+struct UpdatePetErrors;
+impl ErrorSet for UpdatePetErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (
+            ErrorCode::ValidationFailed,
+            "A field breaks createPet's rules, or is `null` (`validation_failed`, the message \
+             names every field); `petId` is not an integer, the body is not a JSON object, or \
+             `If-Match` is not `*` or a list of entity tags (`invalid_request`).",
+        ),
+        (ErrorCode::Unauthorized, "Missing or invalid API key."),
+        (ErrorCode::NotFound, "The animal could not be found."),
+        (
+            ErrorCode::Conflict,
+            "The patch moves the status of an animal that an open order (placed or approved) \
+             holds; the message names the order. Its name and category can change.",
+        ),
+        PRECONDITION_FAILED,
+        (ErrorCode::PayloadTooLarge, "The body is larger than 16 KiB."),
+        (
+            ErrorCode::UnsupportedMediaType,
+            "The body is not `application/merge-patch+json` or `application/json`.",
+        ),
+        (ErrorCode::InternalError, "The server failed."),
+        (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable."),
+    ];
+}
+
+struct DeletePetErrors;
+impl ErrorSet for DeletePetErrors {
+    const RESPONSES: &'static [(ErrorCode, &'static str)] = &[
+        (
+            ErrorCode::InvalidRequest,
+            "`petId` is not an integer, or `If-Match` is not `*` or a list of entity tags.",
+        ),
+        (ErrorCode::Unauthorized, "Missing or invalid API key."),
+        (ErrorCode::NotFound, "The animal could not be found: never added, or removed."),
+        HELD,
+        PRECONDITION_FAILED,
         (ErrorCode::InternalError, "The server failed."),
         (ErrorCode::ServiceUnavailable, "The store is temporarily unavailable."),
     ];
@@ -183,13 +285,14 @@ impl PetsApi {
                     .await?
                 {
                     Answer::Done(pet) => pet,
-                    Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
+                    Answer::Replay(stored) => return Err(OperationError::replay(replayed(stored))),
                 }
             }
             None => state.pets.add(new_pet).await?,
         };
         let location = location(&pet);
-        Ok(CreatePetOk::Created(JsonBody(pet.into()), location))
+        let tag = pet_tag(&pet);
+        Ok(CreatePetOk::Created(JsonBody(pet.into()), location, tag))
     }
 
     /// Get an animal (deprecated)
@@ -217,14 +320,127 @@ impl PetsApi {
             )
             .into());
         }
-        let id = pet_id.0.as_str().parse::<i64>().map_err(|_| {
-            ApiError::invalid_request(format!(
-                "petId must be an int64 integer, got {:?}",
-                excerpt(pet_id.0.as_str())
-            ))
-        })?;
-        let pet = state.pets.get(PetId::new(id)).await?;
+        let pet = state.pets.get(parse_pet_id(pet_id.0.as_str())?).await?;
         Ok(GetPetOk::Ok(JsonBody(pet.into())))
+    }
+
+    /// [experimental] Change an animal
+    ///
+    /// Changes the fields the body names, as a JSON merge patch (RFC 7396): each checked as
+    /// `createPet` checks it, `null` refused, unknown fields ignored, `{}` changing nothing.
+    /// With `If-Match`, the change is made only if the animal is still as the client read
+    /// it (412 otherwise, nothing changed); without it, the last change wins. An animal that
+    /// an open order holds keeps its status (409), while its name and category can change.
+    #[oai(path = "/pets/:petId", method = "patch", operation_id = "updatePet")]
+    async fn update_pet(
+        &self,
+        _key: BearerKey,
+        state: Data<&AppState>,
+        /// The id of the animal.
+        #[oai(name = "petId")]
+        pet_id: Path<RawParam<i64>>,
+        body: PetPatchRequest,
+        /// The `ETag` of the animal as you read it (from getPet, createPet or updatePet), or
+        /// `*` for any: the change is made only while the animal is unchanged.
+        #[oai(name = "If-Match")]
+        _if_match: Header<Option<String>>,
+        request: &poem::Request,
+    ) -> Result<UpdatePetOk, OperationError<UpdatePetErrors>> {
+        let id = parse_pet_id(pet_id.0.as_str())?;
+        RepeatedJsonKey::refuse(request)?;
+        let context = ParseContext { now: state.clock.now() };
+        let patch = body.into_inner().into_inner()?.into_patch(&context)?;
+        let pet = state.pets.update(id, patch, precondition(request)?).await?;
+        let tag = pet_tag(&pet);
+        Ok(UpdatePetOk::Ok(JsonBody(pet.into()), tag))
+    }
+
+    /// [experimental] Remove an animal
+    ///
+    /// Removes the animal from the catalogue: afterwards getPet, updatePet and deletePet
+    /// answer 404, listPets never shows it and its id is never given to another animal;
+    /// closed orders that name it stay readable. An animal that an open order holds cannot
+    /// be removed (409). With `If-Match`, it is removed only if still as the client read it.
+    #[oai(path = "/pets/:petId", method = "delete", operation_id = "deletePet")]
+    async fn delete_pet(
+        &self,
+        _key: BearerKey,
+        state: Data<&AppState>,
+        /// The id of the animal.
+        #[oai(name = "petId")]
+        pet_id: Path<RawParam<i64>>,
+        /// The `ETag` of the animal as you read it, or `*` for any: it is removed only while
+        /// unchanged.
+        #[oai(name = "If-Match")]
+        _if_match: Header<Option<String>>,
+        request: &poem::Request,
+    ) -> Result<DeletePetOk, OperationError<DeletePetErrors>> {
+        let id = parse_pet_id(pet_id.0.as_str())?;
+        state.pets.remove(id, precondition(request)?).await?;
+        Ok(DeletePetOk::Removed)
+    }
+}
+
+fn parse_pet_id(raw: &str) -> Result<PetId, ApiError> {
+    raw.parse::<i64>().map(PetId::new).map_err(|_| {
+        ApiError::invalid_request(format!("petId must be an int64 integer, got {:?}", excerpt(raw)))
+    })
+}
+
+/// The bytes of `pet` as every answer carries it (`JsonBody`).
+fn pet_bytes(pet: &Pet) -> Vec<u8> {
+    serde_json::to_vec(&PetBody::from(pet.clone())).unwrap_or_default()
+}
+
+/// The `ETag` getPet answers for `pet`.
+fn pet_tag(pet: &Pet) -> String {
+    etag::of(&pet_bytes(pet), None)
+}
+
+/// The request's `If-Match`, as a precondition on the animal as stored.
+fn precondition(request: &poem::Request) -> Result<Option<Precondition>, ApiError> {
+    let condition = etag::if_match(request.headers()).map_err(|NotAnEntityTag(part)| {
+        ApiError::invalid_request(format!(
+            "If-Match must be * or a list of entity tags (\"...\"), got {part:?}"
+        ))
+    })?;
+    Ok(condition.map(|condition| -> Precondition {
+        Box::new(move |pet: &Pet| condition.holds_for(&pet_bytes(pet)))
+    }))
+}
+
+/// A stored createPet answer sent again, with the `ETag` of the animal it carries.
+fn replayed(stored: StoredResponse) -> poem::Response {
+    let tag = (stored.status == 201).then(|| etag::of(stored.body.as_bytes(), None));
+    let mut response = replay(stored);
+    if let Some(tag) = tag.and_then(|tag| HeaderValue::try_from(tag).ok()) {
+        response.headers_mut().insert(header::ETAG, tag);
+    }
+    response
+}
+
+impl From<ChangePetError> for ApiError {
+    fn from(err: ChangePetError) -> Self {
+        match err {
+            ChangePetError::NotFound(id) => {
+                Self::new(ErrorCode::NotFound, format!("no animal has id {id}"))
+            }
+            ChangePetError::PreconditionFailed(id) => Self::new(
+                ErrorCode::PreconditionFailed,
+                format!(
+                    "animal {id} has changed since the entity tag in If-Match was issued: get \
+                     it again, and send its new ETag"
+                ),
+            ),
+            ChangePetError::Held { pet, order } => Self::new(
+                ErrorCode::Conflict,
+                format!(
+                    "animal {pet} is held by order {order}, which is open: its status stays and \
+                     it stays in the catalogue until the order is delivered or cancelled"
+                ),
+            ),
+            ChangePetError::Repository(err) => err.into(),
+        }
     }
 }
 

@@ -19,7 +19,7 @@ async fn routing_errors_use_the_error_body() {
     assert_eq!(reply.header("allow"), Some("GET, POST, HEAD"));
     let reply = h.send(Method::PUT, "/v1/pets/1", Some(&h.bearer()), None).await;
     reply.assert_error(405, "method_not_allowed");
-    assert_eq!(reply.header("allow"), Some("GET, HEAD"));
+    assert_eq!(reply.header("allow"), Some("GET, PATCH, DELETE, HEAD"));
 }
 
 #[tokio::test]
@@ -121,6 +121,7 @@ async fn the_error_codes_are_the_documented_closed_set() {
             "conflict",
             "idempotency_in_progress",
             "gone",
+            "precondition_failed",
             "payload_too_large",
             "unsupported_media_type",
             "idempotency_key_reused",
