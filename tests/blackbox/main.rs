@@ -35,6 +35,7 @@ mod probes;
 mod rate_limit_inquiry;
 mod rate_limits;
 mod relay;
+mod scopes;
 mod secrets;
 mod shared_limits;
 mod stability;

@@ -13,11 +13,22 @@ use std::sync::Arc;
 use poem::http::Method;
 use serde_json::Value;
 
+use animal_store_domain::Scope;
+
 use crate::deprecation::Deprecation;
 use crate::etag::IF_NONE_MATCH;
 use crate::idempotency::IDEMPOTENCY_KEY;
 use crate::rate_limit::GET_RATE_LIMIT;
 use crate::stability::Stability;
+
+/// The extension of an operation in the document that names the scope a key needs to call
+/// it: `read` for the methods that change nothing (`GET`), `write` for the others.
+pub const SCOPE_EXTENSION: &str = "x-scope";
+
+/// The scope a key needs to call an operation of `method`.
+pub fn scope_of(method: &Method) -> Scope {
+    if method == Method::GET || method == Method::HEAD { Scope::Read } else { Scope::Write }
+}
 
 /// What a method of a route reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +53,8 @@ struct RouteMethod {
     /// It declares `If-None-Match`: its answers carry an `ETag`, and a conditional request
     /// may be answered `304 Not Modified`.
     is_conditional: bool,
+    /// The scope a key needs to call it (the document's `x-scope`).
+    scope: Scope,
 }
 
 impl RouteMethod {
@@ -55,6 +68,7 @@ impl RouteMethod {
             takes_idempotency_key: false,
             is_inquiry: false,
             is_conditional: false,
+            scope: Scope::Read,
         }
     }
 
@@ -69,6 +83,7 @@ impl RouteMethod {
             takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
             is_inquiry: operation == Some(GET_RATE_LIMIT),
             is_conditional: declares_header(op, IF_NONE_MATCH),
+            scope: op[SCOPE_EXTENSION].as_str().and_then(|s| s.parse().ok()).unwrap_or_default(),
         }
     }
 }
@@ -142,6 +157,12 @@ impl RouteEntry {
     /// without spending it.
     pub fn is_inquiry(&self, method: &Method) -> bool {
         self.method(method).is_some_and(|m| m.is_inquiry)
+    }
+
+    /// The scope a key needs for the operation `method` reaches; `read` for what is not an
+    /// operation.
+    pub fn scope(&self, method: &Method) -> Scope {
+        self.method(method).map_or(Scope::Read, |m| m.scope)
     }
 
     /// How stable the operation `method` reaches is; stable for what is not an operation.

@@ -2,7 +2,8 @@
 //! in any language gets a known state, and a restart gives it back.
 //!
 //! ```json
-//! {"keys": [{"name": "tester", "plan": "enterprise", "perMinute": 3, "perDay": 100}],
+//! {"keys": [{"name": "tester", "plan": "enterprise", "perMinute": 3, "perDay": 100},
+//!           {"name": "storefront", "plan": "pro", "scope": "read"}],
 //!  "pets": [{"name": "Rex", "categoryId": 1, "status": "available"}],
 //!  "orders": [{"key": "tester", "petId": 1, "status": "approved"}]}
 //! ```
@@ -18,6 +19,7 @@ use std::time::SystemTime;
 
 use animal_store_domain::{
     KeyName, KeyService, NewPet, OrderService, OrderStatus, PetId, PetRepository, PetStatus, Plan,
+    Scope,
 };
 use anyhow::{Context, anyhow, bail};
 use serde::Deserialize;
@@ -59,13 +61,15 @@ struct FixtureOrder {
 struct KeyEntry {
     name: String,
     plan: String,
+    /// `read` or `write`; `write` when left out.
+    scope: Option<String>,
     per_minute: Option<u32>,
     per_day: Option<u32>,
 }
 
 /// Checked fixtures, ready to load.
 pub struct Fixtures {
-    keys: Vec<(KeyName, Plan)>,
+    keys: Vec<(KeyName, Plan, Scope)>,
     pets: Vec<NewPet>,
     orders: Vec<FixtureOrder>,
 }
@@ -97,7 +101,10 @@ impl Fixtures {
             }
             let plan = Plan::new(&entry.plan, entry.per_minute, entry.per_day)
                 .map_err(|e| anyhow!(at(format!("keys[{i}] ({}): {e}", entry.name))))?;
-            keys.push((name, plan));
+            let scope = entry.scope.as_deref().map_or(Ok(Scope::Write), str::parse);
+            let scope =
+                scope.map_err(|e| anyhow!(at(format!("keys[{i}] ({}): {e}", entry.name))))?;
+            keys.push((name, plan, scope));
         }
         let pets = file
             .pets
@@ -158,9 +165,10 @@ impl Fixtures {
     ) -> anyhow::Result<Vec<(String, String)>> {
         let mut issued = Vec::with_capacity(self.keys.len());
         let mut owners = BTreeMap::new();
-        for (name, plan) in self.keys {
+        for (name, plan, scope) in self.keys {
             let label = name.as_str().to_owned();
-            let key = keys.issue(Some(name), plan).await.context("cannot issue a fixtures key")?;
+            let key = keys.issue_as(Some(name), plan, scope, None).await;
+            let key = key.context("cannot issue a fixtures key")?;
             owners.insert(label.clone(), key.key.owner.clone());
             issued.push((label, key.secret.expose().to_owned()));
         }

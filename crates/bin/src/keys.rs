@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use animal_store_domain::{
-    ApiKey, KeyId, KeyName, KeyService, Plan, RevokeKeyError, RotateKeyError,
+    ApiKey, KeyId, KeyName, KeyService, Plan, RevokeKeyError, RotateKeyError, Scope,
 };
 use animal_store_infra::SystemClock;
 use anyhow::{Context, anyhow};
@@ -33,7 +33,7 @@ pub async fn run(cli: &Cli, command: KeysCommand) -> Result<(), Failure> {
 
 /// A key command, its arguments checked.
 enum Action {
-    Create { plan: Plan, name: Option<KeyName>, expires_in: Option<Duration> },
+    Create { plan: Plan, scope: Scope, name: Option<KeyName>, expires_in: Option<Duration> },
     List,
     Revoke(KeyId),
     Rotate { id: KeyId, grace: Duration, expires_in: Option<Duration> },
@@ -42,11 +42,14 @@ enum Action {
 impl Action {
     fn read(command: KeysCommand) -> anyhow::Result<Self> {
         Ok(match command {
-            KeysCommand::Create { plan, name, per_minute, per_day, expires_in } => Self::Create {
-                plan: Plan::new(plan.as_str(), per_minute, per_day)?,
-                name: name.as_deref().map(KeyName::new).transpose()?,
-                expires_in,
-            },
+            KeysCommand::Create { plan, name, scope, per_minute, per_day, expires_in } => {
+                Self::Create {
+                    plan: Plan::new(plan.as_str(), per_minute, per_day)?,
+                    scope: scope.into(),
+                    name: name.as_deref().map(KeyName::new).transpose()?,
+                    expires_in,
+                }
+            }
             KeysCommand::List => Self::List,
             KeysCommand::Revoke { id } => Self::Revoke(KeyId::new(&id)?),
             KeysCommand::Rotate { id, grace, expires_in } => {
@@ -57,9 +60,9 @@ impl Action {
 
     async fn run(self, keys: &KeyService) -> anyhow::Result<()> {
         match self {
-            Self::Create { plan, name, expires_in } => {
+            Self::Create { plan, scope, name, expires_in } => {
                 let issued = keys
-                    .issue_expiring(name, plan, expires_in)
+                    .issue_as(name, plan, scope, expires_in)
                     .await
                     .context("cannot store the key")?;
                 println!("{}", issued.secret.expose());
@@ -96,8 +99,8 @@ impl Action {
     }
 }
 
-/// One line of `keys list`: id, plan, quotas, state at `now`, environment, times, then
-/// revocation, expiry, rotation and name when there are.
+/// One line of `keys list`: id, plan, quotas, state at `now`, environment, times, scope,
+/// then revocation, expiry, rotation and name when there are.
 fn describe(key: &ApiKey, now: SystemTime) -> String {
     let quota = key.plan.quota();
     let state = if key.revoked_at.is_some() {
@@ -108,7 +111,7 @@ fn describe(key: &ApiKey, now: SystemTime) -> String {
         "active"
     };
     let mut line = format!(
-        "{}\t{}\t{}/min\t{}/day\t{state}\t{}\tcreated={}\tlast_used={}",
+        "{}\t{}\t{}/min\t{}/day\t{state}\t{}\tcreated={}\tlast_used={}\tscope={}",
         key.id,
         key.plan,
         quota.per_minute,
@@ -116,6 +119,7 @@ fn describe(key: &ApiKey, now: SystemTime) -> String {
         key.environment,
         rfc3339(key.created_at),
         key.last_used_at.map_or_else(|| "never".to_owned(), rfc3339),
+        key.scope,
     );
     if let Some(revoked) = key.revoked_at {
         let _ = write!(line, "\trevoked={}", rfc3339(revoked));

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use thiserror::Error;
 
-use crate::api_key::{ApiKey, ApiKeySecret, Environment, KeyId, KeyName, PresentedKey};
+use crate::api_key::{ApiKey, ApiKeySecret, Environment, KeyId, KeyName, PresentedKey, Scope};
 use crate::plan::Plan;
 use crate::ports::{ApiKeyStore, Clock, Rotation};
 use crate::repository_error::RepositoryError;
@@ -99,7 +99,7 @@ impl KeyService {
         self.environment
     }
 
-    /// Issues a new key on `plan`, valid until revoked.
+    /// Issues a new key on `plan`, of the `write` scope, valid until revoked.
     ///
     /// # Errors
     ///
@@ -109,24 +109,27 @@ impl KeyService {
         name: Option<KeyName>,
         plan: Plan,
     ) -> Result<IssuedKey, RepositoryError> {
-        self.issue_expiring(name, plan, None).await
+        self.issue_as(name, plan, Scope::Write, None).await
     }
 
-    /// Issues a new key on `plan` that stops working `expires_in` from now, if given.
+    /// Issues a new key on `plan`, of `scope`, that stops working `expires_in` from now, if
+    /// given.
     ///
     /// # Errors
     ///
     /// [`RepositoryError`] when it could not be stored.
-    pub async fn issue_expiring(
+    pub async fn issue_as(
         &self,
         name: Option<KeyName>,
         plan: Plan,
+        scope: Scope,
         expires_in: Option<Duration>,
     ) -> Result<IssuedKey, RepositoryError> {
         let now = self.clock.now();
         let template = Successor {
             name,
             plan,
+            scope,
             environment: self.environment,
             created_at: now,
             expires_at: expires_in.map(|d| now + d),
@@ -140,7 +143,7 @@ impl KeyService {
         .await
     }
 
-    /// Rotates the key `id`: issues a key with its plan, quotas, name and environment,
+    /// Rotates the key `id`: issues a key with its plan, quotas, scope, name and environment,
     /// which shares its quota, and lets the old key work `grace` longer (or until its own
     /// expiry, if sooner). The new key expires `expires_in` from now, if given.
     ///
@@ -161,6 +164,7 @@ impl KeyService {
         let template = Successor {
             name: old.name.clone(),
             plan: old.plan,
+            scope: old.scope,
             environment: old.environment,
             created_at: now,
             expires_at: expires_in.map(|d| now + d),
@@ -274,6 +278,7 @@ fn refuse_rotation(old: &ApiKey, now: SystemTime) -> Result<(), RotateKeyError> 
 struct Successor {
     name: Option<KeyName>,
     plan: Plan,
+    scope: Scope,
     environment: Environment,
     created_at: SystemTime,
     expires_at: Option<SystemTime>,
@@ -290,6 +295,7 @@ impl Successor {
             id,
             name: self.name.clone(),
             plan: self.plan,
+            scope: self.scope,
             environment: self.environment,
             digest: secret.digest(),
             created_at: self.created_at,

@@ -44,7 +44,7 @@ pub mod service;
 
 pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
-    KeyNameError, PresentedKey,
+    KeyNameError, PresentedKey, Scope, ScopeError,
 };
 pub use changes::{ChangePetError, Inventory, PetChange, PetPatch, Precondition};
 pub use excerpt::{EXCERPT_CHARS, excerpt};

@@ -19,6 +19,7 @@ async fn a_revocation_by_another_process_shows_once_the_clock_passes_the_ttl() {
         rotated_to: None,
         name: None,
         plan: Plan::Free,
+        scope: animal_store_domain::Scope::Write,
         environment: Environment::Production,
         digest: secret.digest(),
         created_at: SystemTime::UNIX_EPOCH,

@@ -7,7 +7,7 @@ use animal_store_domain::{
 };
 use animal_store_domain::{
     ApiKeySecret, ChangePetError, Environment, Inventory, OrderId, OrderStatus, PetChanges, PetId,
-    PetRepository, Plan,
+    PetRepository, Plan, Scope,
 };
 use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upgraded};
@@ -25,7 +25,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m20261123_000004_create_orders",
             "m20261123_000005_create_idempotency_keys",
             "m20261123_000006_drop_idempotency_created_at_index",
-            "m20261126_000007_pet_changes"
+            "m20261126_000007_pet_changes",
+            "m20261126_000008_key_scopes"
         ]
     );
 }
@@ -45,6 +46,7 @@ async fn api_keys_join_a_database_with_pets(url: &str) {
         rotated_to: None,
         name: None,
         plan: Plan::Free,
+        scope: animal_store_domain::Scope::Write,
         environment: Environment::Production,
         digest: secret.digest(),
         created_at: std::time::SystemTime::UNIX_EPOCH,
@@ -93,6 +95,7 @@ async fn keys_gain_a_lifecycle(url: &str) {
         id,
         name: old.name.clone(),
         plan: old.plan,
+        scope: animal_store_domain::Scope::Write,
         environment: old.environment,
         digest: secret.digest(),
         created_at: std::time::SystemTime::UNIX_EPOCH
@@ -311,5 +314,54 @@ async fn pets_can_change_on_a_database_with_orders_on_sqlite() {
 async fn pets_can_change_on_a_database_with_orders_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         pets_can_change_on_a_database_with_orders(&url).await;
+    }
+}
+
+/// `m20261126_000008_key_scopes` on a database with keys: they keep every right (`write`),
+/// and a `read` key can be stored and read back.
+async fn keys_gain_a_scope(url: &str) {
+    let digest = if url.starts_with("sqlite:") {
+        format!("X'{}'", "02".repeat(32))
+    } else {
+        format!("decode('{}', 'hex')", "02".repeat(32))
+    };
+    let seed = format!(
+        "INSERT INTO api_keys (id, digest, name, plan, per_minute, per_day, environment, created_at, last_used_at, revoked_at, expires_at, rotated_to, lineage) \
+         VALUES ('oldkey000002', {digest}, 'old', 'pro', NULL, NULL, 'production', 1700000000000, NULL, NULL, NULL, NULL, NULL)"
+    );
+    let db = upgraded(url, 7, &[seed.as_str()]).await;
+    let keys = db.keys().list().await.expect("list");
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].scope, Scope::Write, "a key issued before scopes can do everything");
+    let (id, secret) = ApiKeySecret::generate(Environment::Production);
+    let reader = ApiKey {
+        owner: id.clone(),
+        id,
+        expires_at: None,
+        rotated_to: None,
+        name: None,
+        plan: Plan::Free,
+        scope: Scope::Read,
+        environment: Environment::Production,
+        digest: secret.digest(),
+        created_at: std::time::SystemTime::UNIX_EPOCH,
+        last_used_at: None,
+        revoked_at: None,
+    };
+    db.keys().create(&reader).await.expect("a read key is stored");
+    let found = db.keys().find_by_digest(&reader.digest).await.expect("find");
+    assert_eq!(found.map(|key| key.scope), Some(Scope::Read));
+    db.close().await;
+}
+
+#[tokio::test]
+async fn keys_gain_a_scope_on_sqlite() {
+    keys_gain_a_scope(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn keys_gain_a_scope_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        keys_gain_a_scope(&url).await;
     }
 }

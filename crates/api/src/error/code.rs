@@ -13,6 +13,9 @@ pub enum ErrorCode {
     ValidationFailed,
     /// 401: the API key is missing or invalid.
     Unauthorized,
+    /// 403: the key is valid, but its scope does not allow the operation (a `read` key
+    /// asking to change something).
+    Forbidden,
     /// 404: no such resource or route.
     NotFound,
     /// 405: the route exists, not with this method; `Allow` lists the methods it has.
@@ -49,6 +52,7 @@ impl ErrorCode {
         match self {
             Self::InvalidRequest | Self::ValidationFailed => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict | Self::IdempotencyInProgress => StatusCode::CONFLICT,

@@ -4,14 +4,15 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    ApiKey, Decision, GiveBack, INQUIRY_QUOTA, Recognised, Subject, Verdict,
+    ApiKey, Decision, GiveBack, INQUIRY_QUOTA, Recognised, Scope, Subject, Verdict,
 };
 use poem::http::StatusCode;
 use poem::{IntoResponse, Request, Response};
 
-use super::{Next, respond, state};
-use crate::error::ApiError;
+use super::{Next, resolved, respond, state};
+use crate::error::{ApiError, ErrorCode};
 use crate::rate_limit::KeyWindows;
+use crate::routes::Resolved;
 use crate::state::AppState;
 use crate::telemetry::{self, Outcome};
 use crate::{auth, rate_limit};
@@ -61,6 +62,15 @@ pub async fn guard(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
     }
     let mut response = match (key, refusal) {
         (_, Some(refusal)) => refusal.into_response(),
+        (Ok(Some(key)), None) if !key.scope.allows(needed_scope(&req)) => {
+            // Counted like any request: the key is valid, the call is not its to make.
+            ApiError::new(
+                ErrorCode::Forbidden,
+                "this key's scope is read: it may call only the operations that change \
+                 nothing, and this one needs a key with the write scope",
+            )
+            .into_response()
+        }
         (Ok(Some(key)), None) => {
             auth::accept(&state.keys, &mut req, key).await;
             let response = respond(ep.as_ref(), req).await;
@@ -181,4 +191,13 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
 fn is_inquiry(req: &Request) -> bool {
     super::resolved(req)
         .is_some_and(|resolved| resolved.route().is_some_and(|r| r.is_inquiry(req.method())))
+}
+
+/// The scope a key needs for the operation `req` reaches (`read` for what is not one: an
+/// unknown address is a 404 to every key).
+fn needed_scope(req: &Request) -> Scope {
+    resolved(req)
+        .as_ref()
+        .and_then(Resolved::route)
+        .map_or(Scope::Read, |route| route.scope(req.method()))
 }

@@ -82,6 +82,11 @@ fn error_example(operation: &str, status: u16) -> Value {
         }
         (400, _) => (ErrorCode::InvalidRequest, "petId must be an int64 integer, got \"abc\""),
         (401, _) => (ErrorCode::Unauthorized, crate::error::UNAUTHORIZED_MESSAGE),
+        (403, _) => (
+            ErrorCode::Forbidden,
+            "this key's scope is read: it may call only the operations that change nothing, \
+             and this one needs a key with the write scope",
+        ),
         (404, "getOrder" | "updateOrder") => (ErrorCode::NotFound, "no order has id 99"),
         (404, _) => (ErrorCode::NotFound, "no animal has id 99"),
         (409, "placeOrder") => (ErrorCode::Conflict, "animal 1 is pending, not available"),

@@ -20,6 +20,7 @@ use crate::operations::{AccountApi, Operations, OrdersApi, PetsApi};
 use crate::routes::declares_header;
 use crate::stability::Stability;
 use crate::state::ApiConfig;
+use animal_store_domain::Scope;
 
 /// The version of the API description.
 pub const API_VERSION: &str = "1.0.0";
@@ -51,7 +52,12 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
         tracing::error!(error = %err, "poem-openapi produced an unreadable document");
         Value::Null
     });
-    for operation in operations(&mut document) {
+    for (method, operation) in operations_by_method(&mut document) {
+        let scope = crate::routes::scope_of(&method);
+        operation[crate::routes::SCOPE_EXTENSION] = json!(scope.name());
+        if scope == Scope::Write {
+            add_forbidden(operation);
+        }
         let takes_idempotency_key = declares_header(operation, IDEMPOTENCY_KEY.as_str());
         let conditional = declares_header(operation, IF_NONE_MATCH);
         if conditional {
@@ -245,6 +251,31 @@ fn name_listing(document: &mut Value, path: &str, name: &str, description: &str)
 pub fn docs_page(service: &OpenApiService<Operations, ()>, document: &str) -> String {
     // The page embeds the generated document verbatim; swap in the completed one.
     service.swagger_ui_html().replacen(&service.spec(), document, 1)
+}
+
+/// Every operation, with its method.
+fn operations_by_method(
+    document: &mut Value,
+) -> impl Iterator<Item = (poem::http::Method, &mut Value)> {
+    document["paths"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|paths| paths.values_mut())
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.iter_mut())
+        .filter_map(|(method, operation)| {
+            let method = poem::http::Method::from_bytes(method.to_ascii_uppercase().as_bytes());
+            Some((method.ok()?, operation))
+        })
+}
+
+/// The 403 of an operation a `read` key may not call.
+fn add_forbidden(operation: &mut Value) {
+    operation["responses"]["403"] = json!({
+        "description": "The key's scope is `read`: it may only call the operations that change \
+                        nothing (`forbidden`). This operation needs a `write` key.",
+        "content": {"application/json; charset=utf-8": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    });
 }
 
 fn operations(document: &mut Value) -> impl Iterator<Item = &mut Value> {

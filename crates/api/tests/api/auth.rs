@@ -84,7 +84,12 @@ async fn an_expired_key_gets_the_401_of_any_invalid_key() {
     let h = Harness::new().await;
     let issued = h
         .keys
-        .issue_expiring(None, Plan::Free, Some(Duration::from_secs(60)))
+        .issue_as(
+            None,
+            Plan::Free,
+            animal_store_domain::Scope::Write,
+            Some(Duration::from_secs(60)),
+        )
         .await
         .expect("issue");
     let key = issued.secret.expose().to_owned();

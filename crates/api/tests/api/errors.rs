@@ -116,6 +116,7 @@ async fn the_error_codes_are_the_documented_closed_set() {
             "invalid_request",
             "validation_failed",
             "unauthorized",
+            "forbidden",
             "not_found",
             "method_not_allowed",
             "conflict",

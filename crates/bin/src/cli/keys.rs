@@ -31,6 +31,25 @@ impl PlanName {
     }
 }
 
+/// What a key may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ScopeName {
+    /// Only the operations that change nothing, and the rate-limit inquiry.
+    Read,
+    /// Every operation.
+    #[default]
+    Write,
+}
+
+impl From<ScopeName> for animal_store_domain::Scope {
+    fn from(scope: ScopeName) -> Self {
+        match scope {
+            ScopeName::Read => Self::Read,
+            ScopeName::Write => Self::Write,
+        }
+    }
+}
+
 /// The key commands.
 #[derive(Debug, Clone, Subcommand)]
 pub enum KeysCommand {
@@ -43,6 +62,10 @@ pub enum KeysCommand {
         /// A name to tell the key apart in `keys list`.
         #[arg(long)]
         name: Option<String>,
+        /// What the key may do: `read`, only the operations that change nothing (listing,
+        /// getting, the inventory, the rate limit); `write`, every operation.
+        #[arg(long, value_enum, default_value_t)]
+        scope: ScopeName,
         /// Requests per UTC minute (enterprise only, with --per-day).
         #[arg(long)]
         per_minute: Option<u32>,
@@ -61,7 +84,7 @@ pub enum KeysCommand {
         /// The key id, as `keys list` shows it.
         id: String,
     },
-    /// Replace a key by id: issue a key with its plan, quotas, name and environment and
+    /// Replace a key by id: issue a key with its plan, quotas, scope, name and environment and
     /// print it, alone, on stdout; the old key keeps working for the grace period, and both
     /// count against one quota meanwhile.
     Rotate {

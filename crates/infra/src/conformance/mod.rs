@@ -29,7 +29,7 @@ use animal_store_domain::rate_limit::DAY;
 use animal_store_domain::{
     ApiKey, ApiKeySecret, ApiKeyStore, CategoryId, Clock, Environment, KeyId, KeyName, NewPet,
     PetId, PetName, PetRepository, PetStatus, Plan, Quota, RateLimitPolicy, RateLimiter,
-    RepositoryError, Subject, Verdict,
+    RepositoryError, Scope, Subject, Verdict,
 };
 use animal_store_domain::{Decision, GiveBack};
 
@@ -132,6 +132,8 @@ fn key(plan: Plan, name: Option<&str>, created_secs: u64) -> (ApiKey, ApiKeySecr
         id,
         name: name.map(|n| KeyName::new(n).expect("a valid key name")),
         plan,
+        // Keys with a name read only, the others write: the round trips cover both scopes.
+        scope: if name.is_some() { Scope::Read } else { Scope::Write },
         environment: Environment::Production,
         digest: secret.digest(),
         // Whole milliseconds: what every store can keep exactly.

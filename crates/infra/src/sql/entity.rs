@@ -63,6 +63,8 @@ pub mod api_key {
         pub rotated_to: Option<String>,
         /// The first key of its line of rotations; `NULL` for a key that is its own.
         pub lineage: Option<String>,
+        /// `read` or `write`; `NULL` (a key issued before scopes) is `write`.
+        pub scope: Option<String>,
     }
 
     /// Keys relate to nothing.

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use animal_store_domain::{
     ApiKey, ApiKeyStore, Environment, KeyDigest, KeyId, KeyName, Plan, RepositoryError, Rotation,
+    Scope,
 };
 use async_trait::async_trait;
 use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait};
@@ -49,6 +50,7 @@ fn to_row(key: &ApiKey) -> api_key::ActiveModel {
         id,
         name,
         plan,
+        scope,
         environment,
         digest,
         created_at,
@@ -76,6 +78,7 @@ fn to_row(key: &ApiKey) -> api_key::ActiveModel {
         expires_at: Set(expires_at.map(millis)),
         rotated_to: Set(rotated_to.as_ref().map(|to| to.as_str().to_owned())),
         lineage: Set((owner != id).then(|| owner.as_str().to_owned())),
+        scope: Set(Some(scope.name().to_owned())),
     }
 }
 
@@ -94,6 +97,7 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
         expires_at,
         rotated_to,
         lineage,
+        scope,
     } = row;
     let key_id = |id: &str| KeyId::new(id).map_err(|e| corrupt("api_keys", e));
     let limit = |n: &Option<i64>| {
@@ -107,6 +111,11 @@ fn to_key(row: &api_key::Model) -> Result<ApiKey, RepositoryError> {
             .transpose()
             .map_err(|e| corrupt("api_keys", e))?,
         plan: Plan::new(plan, limit(per_minute)?, limit(per_day)?)
+            .map_err(|e| corrupt("api_keys", e))?,
+        // A key issued before scopes existed could do everything.
+        scope: scope
+            .as_deref()
+            .map_or(Ok(Scope::Write), str::parse)
             .map_err(|e| corrupt("api_keys", e))?,
         environment: environment.parse::<Environment>().map_err(|e| corrupt("api_keys", e))?,
         digest: KeyDigest::from_bytes(digest)
