@@ -70,10 +70,13 @@ fn table(rows: &[Row]) -> String {
     }
     // What a fresh Idempotency-Key per request costs a durable add: keyed over the adds
     // without a key run beside it on the same server in every round, seconds apart.
-    let _ = writeln!(
-        table,
-        "\nKeyed createPet (a fresh Idempotency-Key per request) over createPet, run beside it on the same server in every round, before it in one round and after it in the next (the median of the rounds' ratios); then over the same requests built per request with a fresh X-Load-Sequence header (ignored by the service) in the key's place, run between them; then as the table's rows give it (runs minutes apart), in requests/s:\n"
-    );
+    let any_keyed = rows.iter().any(|r| r.scenario == super::scenarios::KEYED_CREATE);
+    if any_keyed {
+        let _ = writeln!(
+            table,
+            "\nKeyed createPet (a fresh Idempotency-Key per request) over createPet, run beside it on the same server in every round, before it in one round and after it in the next (the median of the rounds' ratios); then over the same requests built per request with a fresh X-Load-Sequence header (ignored by the service) in the key's place, run between them; then as the table's rows give it (runs minutes apart), in requests/s:\n"
+        );
+    }
     for keyed in rows.iter().filter(|r| r.scenario == super::scenarios::KEYED_CREATE) {
         let as_is = rows.iter().find(|r| {
             r.pets == keyed.pets && r.backend == keyed.backend && r.scenario == "createPet"
@@ -91,31 +94,30 @@ fn table(rows: &[Row]) -> String {
         );
     }
     // What compressing a list costs: the gzipped page over the same page unencoded.
-    let gzipped: Vec<&Row> =
-        rows.iter().filter(|r| r.scenario == super::scenarios::GZIPPED_PAGE).collect();
-    if !gzipped.is_empty() {
-        let _ = writeln!(
-            table,
-            "\nA page of 100 asked with `Accept-Encoding: gzip` over the same page unencoded, in requests/s (the table's rows):\n"
-        );
-    }
-    for gzipped in gzipped {
-        let plain = rows.iter().find(|r| {
-            r.pets == gzipped.pets && r.backend == gzipped.backend && r.scenario == "page of 100"
-        });
-        if let Some(plain) = plain {
-            let ratio = gzipped.service.requests_per_second / plain.service.requests_per_second;
-            let _ = writeln!(table, "- {}, {} pets: {ratio:.2}", gzipped.backend, gzipped.pets);
-        }
-    }
-    // The cost of the page kinds at the largest table against the smallest.
+    over_the_rows_beside(
+        &mut table,
+        rows,
+        (super::scenarios::GZIPPED_PAGE, "page of 100"),
+        "A page of 100 asked with `Accept-Encoding: gzip` over the same page unencoded",
+    );
+    // A durable change against a durable add, on the same server.
+    over_the_rows_beside(
+        &mut table,
+        rows,
+        (super::scenarios::UPDATE_PET, "createPet"),
+        "updatePet (a merge patch of a random animal's name) over createPet",
+    );
+    // The cost of the page kinds and the inventory at the largest table against the smallest.
     let sizes: Vec<u64> = rows.iter().map(|r| r.pets).collect();
     if let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max())
         && small != large
     {
         {
             let _ = writeln!(table, "\np50 at {large} pets over p50 at {small}:\n");
-            for row in rows.iter().filter(|r| r.pets == large && r.scenario.ends_with("page")) {
+            let scaled = |scenario: &str| {
+                scenario.ends_with("page") || scenario == super::scenarios::INVENTORY
+            };
+            for row in rows.iter().filter(|r| r.pets == large && scaled(r.scenario)) {
                 let base = rows.iter().find(|r| {
                     r.pets == small && r.backend == row.backend && r.scenario == row.scenario
                 });
@@ -132,6 +134,29 @@ fn table(rows: &[Row]) -> String {
         }
     }
     table
+}
+
+/// The requests a second of each row of `scenario` over those of `base` on the same
+/// database and table, under `heading`.
+fn over_the_rows_beside(
+    table: &mut String,
+    rows: &[Row],
+    (scenario, base): (&str, &str),
+    heading: &str,
+) {
+    let measured: Vec<&Row> = rows.iter().filter(|r| r.scenario == scenario).collect();
+    if !measured.is_empty() {
+        let _ = writeln!(table, "\n{heading}, in requests/s (the table's rows):\n");
+    }
+    for row in measured {
+        let beside = rows
+            .iter()
+            .find(|r| r.pets == row.pets && r.backend == row.backend && r.scenario == base);
+        if let Some(beside) = beside {
+            let ratio = row.service.requests_per_second / beside.service.requests_per_second;
+            let _ = writeln!(table, "- {}, {} pets: {ratio:.2}", row.backend, row.pets);
+        }
+    }
 }
 
 /// The machine the figures were measured on, and how wrk runs, for "Measured by `TASK` on

@@ -21,16 +21,23 @@ const BUILT_CREATE: &str = "createPet, built per request";
 /// A page of 100, asked with `Accept-Encoding: gzip`: beside "page of 100", what compressing
 /// a list costs the server.
 pub(super) const GZIPPED_PAGE: &str = "page of 100 gzipped";
-const SCENARIOS: [&str; 9] = [
+/// A merge patch of a random animal's name, `If-Match: *`: beside createPet, what a durable
+/// change costs.
+pub(super) const UPDATE_PET: &str = "updatePet";
+/// The count of each status, whose cost must not grow with the table.
+pub(super) const INVENTORY: &str = "getInventory";
+const SCENARIOS: [&str; 11] = [
     "first page",
     "filtered page",
     "deep page",
     "page of 100",
     GZIPPED_PAGE,
     "getPet",
+    INVENTORY,
     "90/10 mix",
     "createPet",
     KEYED_CREATE,
+    UPDATE_PET,
 ];
 
 /// The path and the script of a scenario on an instance.
@@ -48,6 +55,8 @@ fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>
             None,
         ),
         "getPet" => ("/".to_owned(), Some(&scripts.get_pet)),
+        INVENTORY => ("/v1/store/inventory".to_owned(), None),
+        UPDATE_PET => ("/".to_owned(), Some(&scripts.update_pet)),
         "90/10 mix" => ("/".to_owned(), Some(&scripts.mix)),
         KEYED_CREATE => ("/v1/pets".to_owned(), Some(&scripts.keyed_create)),
         BUILT_CREATE => ("/v1/pets".to_owned(), Some(&scripts.built_create)),

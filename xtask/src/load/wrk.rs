@@ -110,6 +110,7 @@ pub struct Scripts {
     pub get_pet: std::path::PathBuf,
     pub mix: std::path::PathBuf,
     pub gzip: std::path::PathBuf,
+    pub update_pet: std::path::PathBuf,
 }
 
 const NEW_PET: &str = r#"{"name":"Load test","categoryId":7,"status":"pending"}"#;
@@ -158,6 +159,15 @@ impl Scripts {
         // The command line's request, asking for gzip as most HTTP clients do.
         let gzip = dir.join("gzip.lua");
         std::fs::write(&gzip, "wrk.headers[\"Accept-Encoding\"] = \"gzip\"\n")?;
-        Ok(Self { create, keyed_create, built_create, get_pet, mix, gzip })
+        // A merge patch of a random animal's name, as a client would send it: the precondition
+        // `*` (the animal exists), no change of status, so no order is looked up.
+        let update_pet = dir.join("update-pet.lua");
+        std::fs::write(
+            &update_pet,
+            format!(
+                "local patch = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/merge-patch+json\", [\"If-Match\"] = \"*\"}}\nlocal n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(\"PATCH\", \"/v1/pets/\" .. math.random(1, {pets}), patch, '{{\"name\":\"Renamed ' .. n .. '\"}}')\nend\n"
+            ),
+        )?;
+        Ok(Self { create, keyed_create, built_create, get_pet, mix, gzip, update_pet })
     }
 }
