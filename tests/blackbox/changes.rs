@@ -163,6 +163,13 @@ async fn bad_patches_get_the_error_body_and_change_nothing() {
         let error = error(resp, status, code).await;
         assert!(!error["message"].as_str().unwrap_or_default().is_empty(), "{body}");
     }
+    let plain = patch(&client, &url, "text/plain", None, "{}").await;
+    assert_eq!(
+        plain.headers()["accept-patch"],
+        "application/merge-patch+json, application/json",
+        "a 415 to a PATCH names the patch formats it takes (RFC 5789)"
+    );
+    error(plain, 415, "unsupported_media_type").await;
     let every =
         patch(&client, &url, MERGE_PATCH, None, r#"{"name":7,"categoryId":"1","status":"lost"}"#);
     let message = error(every.await, 400, "validation_failed").await["message"].clone();

@@ -47,6 +47,10 @@ async fn a_read_key_reads_and_changes_nothing(reader: &Client, writer: &Client, 
             .expect("a response");
         assert_eq!(resp.status(), 403);
         assert!(resp.headers().contains_key("x-ratelimit-remaining"));
+        assert_eq!(
+            resp.headers()["www-authenticate"],
+            "Bearer error=\"insufficient_scope\", scope=\"write\""
+        );
         let error = json(resp).await;
         assert_eq!(
             (error["code"].as_str(), error["status"].as_u64()),

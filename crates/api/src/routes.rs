@@ -55,6 +55,8 @@ struct RouteMethod {
     is_conditional: bool,
     /// The scope a key needs to call it (the document's `x-scope`).
     scope: Scope,
+    /// The media types of its request body, comma-separated, when it has one.
+    body_types: Option<String>,
 }
 
 impl RouteMethod {
@@ -69,6 +71,7 @@ impl RouteMethod {
             is_inquiry: false,
             is_conditional: false,
             scope: Scope::Read,
+            body_types: None,
         }
     }
 
@@ -84,6 +87,9 @@ impl RouteMethod {
             is_inquiry: operation == Some(GET_RATE_LIMIT),
             is_conditional: declares_header(op, IF_NONE_MATCH),
             scope: op[SCOPE_EXTENSION].as_str().and_then(|s| s.parse().ok()).unwrap_or_default(),
+            body_types: op["requestBody"]["content"]
+                .as_object()
+                .map(|content| content.keys().map(String::as_str).collect::<Vec<_>>().join(", ")),
         }
     }
 }
@@ -163,6 +169,11 @@ impl RouteEntry {
     /// operation.
     pub fn scope(&self, method: &Method) -> Scope {
         self.method(method).map_or(Scope::Read, |m| m.scope)
+    }
+
+    /// The media types the route's `PATCH` takes, for `Accept-Patch` (RFC 5789).
+    pub fn accept_patch(&self) -> Option<&str> {
+        self.method(&Method::PATCH).and_then(|m| m.body_types.as_deref())
     }
 
     /// How stable the operation `method` reaches is; stable for what is not an operation.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use animal_store_domain::{
     CategoryId, ChangePetError, Inventory, KeyId, NewOrder, NewPet, Order, OrderId,
     OrderRepository, OrderStatus, PetChanges, PetId, PetName, PetPatch, PetRepository, PetStatus,
-    PlaceOrderError,
+    PlaceOrderError, UpdateOrderError,
 };
 use animal_store_infra::testing::databases::SqliteFile;
 use animal_store_infra::{MemoryOrderRepository, MemoryPetRepository};
@@ -62,8 +62,8 @@ struct Model {
     pets: BTreeMap<PetId, Option<PetStatus>>,
     /// The open order that holds a pet.
     holds: BTreeMap<PetId, OrderId>,
-    /// Every order placed, with its owner and pet.
-    orders: Vec<(OrderId, usize, PetId)>,
+    /// Every order placed, with its owner, its pet and its status.
+    orders: Vec<(OrderId, usize, PetId, OrderStatus)>,
 }
 
 impl Model {
@@ -109,7 +109,7 @@ async fn apply(
                 (Ok(order), Some(PetStatus::Available)) => {
                     model.pets.insert(pet_id, Some(PetStatus::Pending));
                     model.holds.insert(pet_id, order.id);
-                    model.orders.push((order.id, owner, pet_id));
+                    model.orders.push((order.id, owner, pet_id, OrderStatus::Placed));
                 }
                 (Err(PlaceOrderError::NoSuchPet(_)), None)
                 | (
@@ -122,18 +122,26 @@ async fn apply(
             }
         }
         Call::Move { order, owner, to } => {
-            let Some(&(id, placed_by, pet_id)) =
-                model.orders.get(order % model.orders.len().max(1))
-            else {
+            let index = order % model.orders.len().max(1);
+            let Some(&(id, placed_by, pet_id, status)) = model.orders.get(index) else {
                 return;
             };
-            // A refused move (another owner's order, a move the rules forbid) changes nothing.
-            if let Ok(moved) = stores.orders.update_status(&owners[owner], id, to, at).await {
-                assert_eq!(placed_by, owner, "step {step}: another owner moved an order");
-                model.pets.insert(pet_id, Some(to.pet_status()));
-                if !moved.status.is_open() {
-                    model.holds.remove(&pet_id);
+            let moved = stores.orders.update_status(&owners[owner], id, to, at).await;
+            match (moved, placed_by == owner, status.move_to(to)) {
+                (Ok(moved), true, Ok(pet_status)) => {
+                    assert_eq!(moved.status, to, "step {step}");
+                    model.pets.insert(pet_id, Some(pet_status));
+                    model.orders[index].3 = to;
+                    if !to.is_open() {
+                        model.holds.remove(&pet_id);
+                    }
                 }
+                (Err(UpdateOrderError::NotFound(_)), false, _)
+                | (Err(UpdateOrderError::Transition(_)), true, Err(_)) => {}
+                (outcome, own, rule) => panic!(
+                    "step {step}: moving order {id} ({status}) to {to}, its owner's: {own}, \
+                     the rules: {rule:?}: {outcome:?}"
+                ),
             }
         }
         Call::SetStatus { pet, to } => {

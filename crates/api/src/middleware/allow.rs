@@ -1,7 +1,9 @@
 //! Routing by the route table. A path the table does not have is 404 and a method
 //! its route does not have 405, with the `Allow` header RFC 9110 requires (which poem leaves
 //! out), before the operations' router sees the request: operations left out of the document
-//! (`--disable-experimental`) are then answered as if they did not exist.
+//! (`--disable-experimental`) are then answered as if they did not exist. A `PATCH` whose
+//! body is of a media type the operation does not take is 415 with `Accept-Patch` (RFC 5789
+//! §2.2), naming those it takes.
 
 use std::sync::Arc;
 
@@ -19,6 +21,8 @@ pub async fn allow_header(ep: Arc<Next>, req: Request) -> poem::Result<Response>
         return Ok(error_response(poem::Error::from_status(StatusCode::NOT_FOUND)));
     };
     let allow = HeaderValue::try_from(route.allow()).ok();
+    let accept_patch = route.accept_patch().and_then(|types| HeaderValue::try_from(types).ok());
+    let patch = req.method() == poem::http::Method::PATCH;
     let mut response = if route.allows(req.method()) {
         respond(ep.as_ref(), req).await
     } else {
@@ -28,6 +32,12 @@ pub async fn allow_header(ep: Arc<Next>, req: Request) -> poem::Result<Response>
         && let Some(value) = allow
     {
         response.headers_mut().insert(header::ALLOW, value);
+    }
+    if patch
+        && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
+        && let Some(value) = accept_patch
+    {
+        response.headers_mut().insert(poem::http::HeaderName::from_static("accept-patch"), value);
     }
     Ok(response)
 }

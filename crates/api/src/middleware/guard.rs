@@ -64,12 +64,20 @@ pub async fn guard(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
         (_, Some(refusal)) => refusal.into_response(),
         (Ok(Some(key)), None) if !key.scope.allows(needed_scope(&req)) => {
             // Counted like any request: the key is valid, the call is not its to make.
-            ApiError::new(
+            let mut refused = ApiError::new(
                 ErrorCode::Forbidden,
                 "this key's scope is read: it may call only the operations that change \
                  nothing, and this one needs a key with the write scope",
             )
-            .into_response()
+            .into_response();
+            // RFC 6750 §3.1: what the key lacks, in the header a client's library reads.
+            refused.headers_mut().insert(
+                poem::http::header::WWW_AUTHENTICATE,
+                poem::http::HeaderValue::from_static(
+                    "Bearer error=\"insufficient_scope\", scope=\"write\"",
+                ),
+            );
+            refused
         }
         (Ok(Some(key)), None) => {
             auth::accept(&state.keys, &mut req, key).await;

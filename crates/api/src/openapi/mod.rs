@@ -275,6 +275,14 @@ fn add_forbidden(operation: &mut Value) {
         "description": "The key's scope is `read`: it may only call the operations that change \
                         nothing (`forbidden`). This operation needs a `write` key.",
         "content": {"application/json; charset=utf-8": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        "headers": {
+            "WWW-Authenticate": {
+                "description": "`Bearer error=\"insufficient_scope\", scope=\"write\"` (RFC 6750).",
+                "required": true,
+                "schema": {"type": "string"},
+                "example": "Bearer error=\"insufficient_scope\", scope=\"write\"",
+            }
+        },
     });
 }
 

@@ -69,18 +69,31 @@ impl MigrationTrait for Migration {
             .await?;
         let connection = manager.get_connection();
         let backend = manager.get_database_backend();
+        if backend == DbBackend::Postgres {
+            // The previous binary may be writing meanwhile (an Expand migration runs beside
+            // it): no pet is added, moved or removed between the counts below and the
+            // triggers that take over from them. SQLite migrates under its write lock.
+            connection.execute_unprepared("LOCK TABLE pets IN SHARE ROW EXCLUSIVE MODE").await?;
+        }
+        // Slot 0 starts with the pets there are, counted in one statement; the others, with
+        // none.
         let slots = if backend == DbBackend::Postgres { PG_SLOTS } else { 1 };
+        let statuses =
+            STATUSES.map(|status| format!("SELECT '{status}' AS status")).join(" UNION ALL ");
+        connection
+            .execute_unprepared(&format!(
+                "INSERT INTO pet_counts (status, slot, pets) \
+                 SELECT statuses.status, 0, COUNT(pets.id) \
+                 FROM ({statuses}) AS statuses \
+                 LEFT JOIN pets ON pets.status = statuses.status \
+                 GROUP BY statuses.status"
+            ))
+            .await?;
         for status in STATUSES {
-            for slot in 0..slots {
-                // Slot 0 starts with the pets there are; the others with none.
-                let pets = if slot == 0 {
-                    format!("(SELECT COUNT(*) FROM pets WHERE status = '{status}')")
-                } else {
-                    "0".to_owned()
-                };
+            for slot in 1..slots {
                 connection
                     .execute_unprepared(&format!(
-                        "INSERT INTO pet_counts (status, slot, pets) VALUES ('{status}', {slot}, {pets})"
+                        "INSERT INTO pet_counts (status, slot, pets) VALUES ('{status}', {slot}, 0)"
                     ))
                     .await?;
             }
@@ -89,8 +102,12 @@ impl MigrationTrait for Migration {
             for statement in PG_COUNTING {
                 connection.execute_unprepared(statement).await?;
             }
+            // Under the lock on `pets`, this waits for the orders' writes in flight. One that
+            // holds an order and waits for `pets` deadlocks with it: PostgreSQL breaks the
+            // deadlock by undoing one side, the writer's batch (answered 503, retried) or this
+            // migration (`migrate` again).
             connection
-                .execute_unprepared("ALTER TABLE orders DROP CONSTRAINT orders_pet_id")
+                .execute_unprepared("ALTER TABLE orders DROP CONSTRAINT IF EXISTS orders_pet_id")
                 .await?;
         } else {
             for statement in SQLITE_COUNTING {
@@ -142,15 +159,19 @@ const SQLITE_COUNTING: [&str; 3] = [
 ];
 
 /// PostgreSQL's triggers: one update per statement and status (a batch of added pets moves
-/// each count once), in the slot of the writing connection.
+/// each count once), in the slot of the writing connection. Each first locks its slot's
+/// rows in one order (`ORDER BY status`), so that two transactions whose connections share a
+/// slot wait for each other instead of locking its rows in opposite orders.
 const PG_COUNTING: [&str; 6] = [
     "CREATE FUNCTION pet_counts_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         PERFORM 1 FROM pet_counts WHERE slot = pg_backend_pid() % 16 ORDER BY status FOR UPDATE; \
          UPDATE pet_counts SET pets = pet_counts.pets + added.n \
          FROM (SELECT status, COUNT(*) AS n FROM added_rows GROUP BY status) AS added \
          WHERE pet_counts.status = added.status AND pet_counts.slot = pg_backend_pid() % 16; \
          RETURN NULL; \
      END $$",
     "CREATE FUNCTION pet_counts_moved() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         PERFORM 1 FROM pet_counts WHERE slot = pg_backend_pid() % 16 ORDER BY status FOR UPDATE; \
          UPDATE pet_counts SET pets = pet_counts.pets + moved.n \
          FROM (SELECT status, SUM(n) AS n FROM ( \
                  SELECT status, COUNT(*) AS n FROM new_rows GROUP BY status \
@@ -161,6 +182,7 @@ const PG_COUNTING: [&str; 6] = [
          RETURN NULL; \
      END $$",
     "CREATE FUNCTION pet_counts_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         PERFORM 1 FROM pet_counts WHERE slot = pg_backend_pid() % 16 ORDER BY status FOR UPDATE; \
          UPDATE pet_counts SET pets = pet_counts.pets - removed.n \
          FROM (SELECT status, COUNT(*) AS n FROM removed_rows GROUP BY status) AS removed \
          WHERE pet_counts.status = removed.status AND pet_counts.slot = pg_backend_pid() % 16; \
