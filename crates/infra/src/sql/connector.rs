@@ -18,6 +18,11 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The size SQLite truncates its WAL file back to after a checkpoint.
 const SQLITE_JOURNAL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
+/// The page cache of each SQLite connection that only reads, in KiB (SQLite's default is
+/// 2,000 for every connection). Reads are lookups and short walks of an index: the interior
+/// pages of a table of millions of rows fit in it, and a leaf it misses is a read of the
+/// operating system's cache. The writer keeps SQLite's default, for its batches.
+pub(super) const SQLITE_READER_CACHE_KIB: u32 = 512;
 /// Prepared statements each SQLite connection keeps. The writer's multi-row statements have
 /// one text per batch size (up to 64) for pets, for idempotency records and for their keys'
 /// lookup: with sqlx's default of 100, they evicted one another and were prepared again.
@@ -163,6 +168,11 @@ impl Connector {
                     .foreign_keys(true)
                     .statement_cache_capacity(SQLITE_STATEMENT_CACHE)
                     .pragma("journal_size_limit", SQLITE_JOURNAL_SIZE_LIMIT.to_string());
+                let opts = if writer {
+                    opts
+                } else {
+                    opts.pragma("cache_size", format!("-{SQLITE_READER_CACHE_KIB}"))
+                };
                 match max_pages {
                     Some(pages) => opts.pragma("max_page_count", pages.to_string()),
                     None => opts,

@@ -19,6 +19,8 @@ use sea_orm::{DbErr, RuntimeErr};
 use sea_orm_sync::{ConnectionTrait as _, DatabaseConnection};
 use tokio::sync::oneshot;
 
+use super::connector::SQLITE_READER_CACHE_KIB;
+
 /// How long a reader waits for SQLite's locks (a WAL recovery, an operator's
 /// `VACUUM`) before its read fails.
 const BUSY_TIMEOUT_MS: u32 = 5_000;
@@ -125,9 +127,11 @@ fn open_connection(url: &str) -> Result<DatabaseConnection, DbErr> {
         sea_orm_sync::Database::connect(url).map_err(|err| internal(err.to_string()))?;
     // The busy timeout first: from then on, a lock another connection holds (a migration, a
     // change of journal mode) is waited for rather than failed on.
-    for pragma in
-        [format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"), "PRAGMA query_only = ON".to_owned()]
-    {
+    for pragma in [
+        format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"),
+        "PRAGMA query_only = ON".to_owned(),
+        format!("PRAGMA cache_size = -{SQLITE_READER_CACHE_KIB}"),
+    ] {
         connection.execute_unprepared(&pragma).map_err(|err| internal(err.to_string()))?;
     }
     Ok(connection)
