@@ -6,10 +6,11 @@ use std::time::{Duration, SystemTime};
 
 use thiserror::Error;
 
-use crate::api_key::{ApiKey, ApiKeySecret, Environment, KeyId, KeyName, PresentedKey, Scope};
+use crate::api_key::{ApiKey, ApiKeySecret, Environment, KeyId, KeyName, PresentedKey};
 use crate::plan::Plan;
 use crate::ports::{ApiKeyStore, Clock, Rotation};
 use crate::repository_error::RepositoryError;
+use crate::scope::Scope;
 
 /// A key just issued: the only moment its secret is known.
 #[derive(Debug)]

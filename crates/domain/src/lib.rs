@@ -11,7 +11,8 @@
 //!   follow.
 //! - [`excerpt`](mod@excerpt): how much of a client's value a message or a log line repeats.
 //! - [`plan`]: the plans and their request quotas.
-//! - [`api_key`]: API keys, their public id, their secret and its digest.
+//! - [`api_key`]: API keys, their public id, their secret and its digest; [`scope`]: what
+//!   a key may do.
 //! - [`idempotency`]: idempotency keys and the outcomes stored for retries; [`idempotency_service`]: the
 //!   use case that decides whether a keyed request runs, replays or is refused.
 //! - [`order`]: orders, their statuses and the moves between them; [`orders`]: the order
@@ -40,11 +41,12 @@ pub mod plan;
 pub mod ports;
 pub mod rate_limit;
 pub mod repository_error;
+pub mod scope;
 pub mod service;
 
 pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
-    KeyNameError, PresentedKey, Scope, ScopeError,
+    KeyNameError, PresentedKey,
 };
 pub use changes::{ChangePetError, Inventory, PetChange, PetPatch, Precondition};
 pub use excerpt::{EXCERPT_CHARS, excerpt};
@@ -75,4 +77,5 @@ pub use rate_limit::{
     StoreFallback, Subject, Verdict, WindowUsage,
 };
 pub use repository_error::{BoxError, RepositoryError};
+pub use scope::{Scope, ScopeError};
 pub use service::{GetPetError, PetListing, PetPage, PetService};

@@ -2,6 +2,7 @@
 
 mod account;
 mod orders;
+mod pet_errors;
 mod pets;
 
 pub use account::AccountApi;

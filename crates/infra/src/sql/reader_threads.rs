@@ -60,6 +60,7 @@ impl ReaderThreads {
                     Ok(connection) => {
                         let _ = opened.send(Ok(()));
                         serve(&connection, &queue);
+                        close(connection);
                     }
                     Err(err) => {
                         let _ = opened.send(Err(err));
@@ -145,6 +146,17 @@ fn serve(connection: &DatabaseConnection, queue: &Receiver<Message>) {
             tracing::error!("a database read panicked");
         }
     }
+}
+
+/// Closes a thread's connection, one thread at a time. Two connections to one file closing
+/// at once can deadlock in SQLite 3.51.1, the library of this build: its unix VFS takes its
+/// global mutex and a file's lock mutex in opposite orders when a closing connection tries
+/// the lock that folds the WAL (rusqlite issue 1860, fixed in later SQLite). The writer and
+/// the other readers close after these threads, one after the other (`Database::close`).
+fn close(connection: DatabaseConnection) {
+    static CLOSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    drop(connection);
 }
 
 fn internal(message: String) -> DbErr {
