@@ -53,7 +53,7 @@ struct RouteMethod {
     /// It declares `If-None-Match`: its answers carry an `ETag`, and a conditional request
     /// may be answered `304 Not Modified`.
     is_conditional: bool,
-    /// The scope a key needs to call it (the document's `x-scope`).
+    /// The scope a key needs to call it (the document's `x-scope`, from the same rule).
     scope: Scope,
     /// The media types of its request body, comma-separated, when it has one.
     body_types: Option<String>,
@@ -78,6 +78,7 @@ impl RouteMethod {
     /// The method `method` of the document's operation `op`.
     fn of_operation(method: Method, op: &Value) -> Self {
         let operation = op["operationId"].as_str();
+        let scope = scope_of(&method);
         Self {
             method,
             reaches: Reaches::Operation,
@@ -86,7 +87,7 @@ impl RouteMethod {
             takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
             is_inquiry: operation == Some(GET_RATE_LIMIT),
             is_conditional: declares_header(op, IF_NONE_MATCH),
-            scope: op[SCOPE_EXTENSION].as_str().and_then(|s| s.parse().ok()).unwrap_or_default(),
+            scope,
             body_types: op["requestBody"]["content"]
                 .as_object()
                 .map(|content| content.keys().map(String::as_str).collect::<Vec<_>>().join(", ")),

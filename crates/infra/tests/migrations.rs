@@ -12,6 +12,12 @@ use animal_store_domain::{
 use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upgraded};
 
+/// 32 bytes of `byte` (two hex digits) as the database of `url` writes bytes in SQL.
+fn digest_literal(url: &str, byte: &str) -> String {
+    let hex = byte.repeat(32);
+    if url.starts_with("sqlite") { format!("X'{hex}'") } else { format!("decode('{hex}', 'hex')") }
+}
+
 /// The migrations this file tests, in order. A new migration fails this check until it has
 /// an upgrade test below and its name here.
 #[test]
@@ -73,11 +79,7 @@ async fn api_keys_join_a_database_with_pets_on_postgres() {
 /// expiry, each its own line, and can then be rotated.
 async fn keys_gain_a_lifecycle(url: &str) {
     // A 32-byte digest, written as each database writes bytes.
-    let digest = if url.starts_with("sqlite:") {
-        format!("X'{}'", "01".repeat(32))
-    } else {
-        format!("decode('{}', 'hex')", "01".repeat(32))
-    };
+    let digest = digest_literal(url, "01");
     let seed = format!(
         "INSERT INTO api_keys (id, digest, name, plan, per_minute, per_day, environment, created_at, last_used_at, revoked_at) \
          VALUES ('oldkey000001', {digest}, 'old', 'pro', NULL, NULL, 'production', 1700000000000, NULL, NULL)"
@@ -205,11 +207,7 @@ async fn idempotency_keys_join_a_database_with_orders_on_postgres() {
 /// `m20261123_000006_drop_idempotency_created_at_index` on a database with idempotency
 /// records: they stay, still answer, and the sweep still removes the expired ones.
 async fn the_sweep_needs_no_index_on_created_at(url: &str) {
-    let digest = if url.starts_with("sqlite") {
-        format!("X'{}'", "00".repeat(32))
-    } else {
-        format!("'\\x{}'::bytea", "00".repeat(32))
-    };
+    let digest = digest_literal(url, "00");
     let records = format!(
         "INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, location, created_at) \
          VALUES ('oldkey000001', 'kept', {digest}, 201, '{{}}', NULL, '2027-01-15 08:00:00+00:00'), \
@@ -320,11 +318,7 @@ async fn pets_can_change_on_a_database_with_orders_on_postgres() {
 /// `m20261126_000008_key_scopes` on a database with keys: they keep every right (`write`),
 /// and a `read` key can be stored and read back.
 async fn keys_gain_a_scope(url: &str) {
-    let digest = if url.starts_with("sqlite:") {
-        format!("X'{}'", "02".repeat(32))
-    } else {
-        format!("decode('{}', 'hex')", "02".repeat(32))
-    };
+    let digest = digest_literal(url, "02");
     let seed = format!(
         "INSERT INTO api_keys (id, digest, name, plan, per_minute, per_day, environment, created_at, last_used_at, revoked_at, expires_at, rotated_to, lineage) \
          VALUES ('oldkey000002', {digest}, 'old', 'pro', NULL, NULL, 'production', 1700000000000, NULL, NULL, NULL, NULL, NULL)"

@@ -62,7 +62,7 @@ pub async fn guard(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
     }
     let mut response = match (key, refusal) {
         (_, Some(refusal)) => refusal.into_response(),
-        (Ok(Some(key)), None) if !key.scope.allows(needed_scope(&req)) => {
+        (Ok(Some(key)), None) if key.scope == Scope::Read && needs_write(&req) => {
             // Counted like any request: the key is valid, the call is not its to make.
             let mut refused = ApiError::new(
                 ErrorCode::Forbidden,
@@ -201,11 +201,11 @@ fn is_inquiry(req: &Request) -> bool {
         .is_some_and(|resolved| resolved.route().is_some_and(|r| r.is_inquiry(req.method())))
 }
 
-/// The scope a key needs for the operation `req` reaches (`read` for what is not one: an
-/// unknown address is a 404 to every key).
-fn needed_scope(req: &Request) -> Scope {
+/// Whether the operation `req` reaches needs a `write` key (what is not an operation, an
+/// unknown address, is a 404 or 405 to every key). Looked up for `read` keys only.
+fn needs_write(req: &Request) -> bool {
     resolved(req)
         .as_ref()
         .and_then(Resolved::route)
-        .map_or(Scope::Read, |route| route.scope(req.method()))
+        .is_some_and(|route| route.scope(req.method()) == Scope::Write)
 }

@@ -112,22 +112,10 @@ impl PetReaders {
     async fn counts(&self) -> Result<Vec<(String, i64)>, DbErr> {
         match self {
             Self::Sqlite(threads) => {
-                threads
-                    .run(|connection| {
-                        use sea_orm_sync::ConnectionTrait as _;
-                        let sea_orm::Statement { sql, values, .. } = counts(DbBackend::Sqlite);
-                        let statement = sea_orm_sync::Statement {
-                            sql,
-                            values,
-                            db_backend: sea_orm_sync::DbBackend::Sqlite,
-                        };
-                        connection
-                            .query_all_raw(statement)?
-                            .iter()
-                            .map(|row| Ok((row.try_get("", "status")?, row.try_get("", "pets")?)))
-                            .collect()
-                    })
-                    .await
+                let row = |row: &sea_orm_sync::QueryResult| {
+                    Ok((row.try_get("", "status")?, row.try_get("", "pets")?))
+                };
+                threads.query_all(counts(DbBackend::Sqlite), row).await
             }
             Self::Postgres(pg_readers) => {
                 let rows = pg_readers.query_all(counts(DbBackend::Postgres)).await?;

@@ -50,7 +50,9 @@ impl PetReaders {
     /// Runs `query`, each row as a [`pet::Model`].
     async fn read(&self, query: impl QueryTrait) -> Result<Vec<pet::Model>, DbErr> {
         match self {
-            Self::Sqlite(threads) => read_on_threads(threads, query).await,
+            Self::Sqlite(threads) => {
+                threads.query_all(query.build(DbBackend::Sqlite), from_sync_row).await
+            }
             Self::Postgres(pg_readers) => {
                 let rows = pg_readers.query_all(query.build(DbBackend::Postgres)).await?;
                 rows.iter().map(|row| pet::Model::from_query_result(row, "")).collect()
@@ -75,22 +77,6 @@ impl SeaOrmPetRepository {
     pub(super) fn writer(&self) -> &Writer {
         &self.writer
     }
-}
-
-/// Runs `query` on SQLite's reader threads, each row as a [`pet::Model`].
-async fn read_on_threads(
-    threads: &ReaderThreads,
-    query: impl QueryTrait,
-) -> Result<Vec<pet::Model>, DbErr> {
-    let sea_orm::Statement { sql, values, .. } = query.build(DbBackend::Sqlite);
-    let statement =
-        sea_orm_sync::Statement { sql, values, db_backend: sea_orm_sync::DbBackend::Sqlite };
-    threads
-        .run(move |connection| {
-            use sea_orm_sync::ConnectionTrait as _;
-            connection.query_all_raw(statement)?.iter().map(from_sync_row).collect()
-        })
-        .await
 }
 
 /// The query of a page: `count` pets after `after`, of `status` if given, by id.

@@ -97,6 +97,20 @@ impl ReaderThreads {
         result.await.map_err(|_| internal("the read did not complete".to_owned()))?
     }
 
+    /// Runs `statement`, built for SQLite by the async SeaORM, on one of the threads, each
+    /// row read by `row`.
+    pub(super) async fn query_all<T: Send + 'static>(
+        &self,
+        statement: sea_orm::Statement,
+        row: fn(&sea_orm_sync::QueryResult) -> Result<T, sea_orm_sync::DbErr>,
+    ) -> Result<Vec<T>, DbErr> {
+        let sea_orm::Statement { sql, values, .. } = statement;
+        let statement =
+            sea_orm_sync::Statement { sql, values, db_backend: sea_orm_sync::DbBackend::Sqlite };
+        self.run(move |connection| connection.query_all_raw(statement)?.iter().map(row).collect())
+            .await
+    }
+
     /// Lets the reads already queued finish, then stops the threads, which close their
     /// connections. Later reads fail.
     pub(super) fn stop(&self) {
