@@ -11,7 +11,7 @@ const FIXTURES: &str = r#"{
 }"#;
 
 /// The `RateLimit` header's remaining requests of `window` (`minute` or `day`).
-fn remaining(resp: &reqwest::Response, window: &str) -> u64 {
+pub fn remaining(resp: &reqwest::Response, window: &str) -> u64 {
     let value = resp.headers()["ratelimit"].to_str().expect("text").to_owned();
     value
         .split(", ")

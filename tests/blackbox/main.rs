@@ -17,6 +17,7 @@ mod descriptors;
 mod docs_page;
 mod durability;
 mod early_answers;
+mod events;
 mod eviction;
 mod fail_fast;
 mod forwarding;

@@ -38,6 +38,8 @@ async fn every_operation_says_how_stable_it_is() {
         ("getOrder", "experimental"),
         ("updateOrder", "beta"),
         ("getInventory", "experimental"),
+        ("listEvents", "experimental"),
+        ("getEvent", "experimental"),
         ("getRateLimit", "beta"),
     ];
     let found: Vec<(String, String)> = operations(&document)

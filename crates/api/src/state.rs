@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use animal_store_domain::{
-    Clock, IdempotencyService, KeyService, OrderService, PetService, RateLimiter,
+    Clock, EventService, IdempotencyService, KeyService, OrderService, PetService, RateLimiter,
 };
 
 use crate::client_address::ClientAddressing;
@@ -18,6 +18,8 @@ pub struct AppState {
     pub pets: PetService,
     /// Orders, each visible to its owner only.
     pub orders: OrderService,
+    /// Events, each seen by the keys it concerns.
+    pub events: EventService,
     /// Idempotent retries of `createPet` and `placeOrder`.
     pub idempotency: IdempotencyService,
     /// API keys: authentication.

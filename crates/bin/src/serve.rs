@@ -108,6 +108,7 @@ async fn state(
             stores.changes(),
             stores.orders(),
             stores.idempotency(),
+            stores.events(),
             stores.keys(),
         ),
         Wiring::health_check,
@@ -125,6 +126,7 @@ async fn state(
     };
     Ok(wiring
         .clock(clock)
+        .event_retention(args.event_retention)
         .policy(limit_policy(args)?)
         .environment(cli.environment)
         .config(ApiConfig {
@@ -171,7 +173,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         MigrationPolicy::Auto => Schema::Migrate,
         MigrationPolicy::Never => Schema::Require,
     };
-    let stores = Stores::open(cli, schema).await.map_err(Failure::Startup)?;
+    let stores = Stores::open_at(cli, schema, clock.clone()).await.map_err(Failure::Startup)?;
     let started = async {
         let state = state(args, cli, &stores, clock).await?;
         let mut keys = greet(&stores, &state.keys).await?;
@@ -181,7 +183,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             keys.extend(fixtures.load(&state.keys, pets.as_ref(), &orders).await?);
         }
         let readiness = state.readiness.clone();
-        let sweeper = tokio::spawn(sweep_idempotency_records(state.idempotency.clone()));
+        let sweeper = tokio::spawn(sweep(state.idempotency.clone(), state.events.clone()));
         // Built before the ready file is written: ready means ready to answer.
         let app = animal_store_api::app(state);
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
@@ -233,14 +235,18 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// How often the idempotency records older than their retention are removed.
+/// How often the idempotency records and the events older than their retention are removed.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
-/// How many records one sweep transaction removes at most: a short write, so that the
-/// writes queued meanwhile wait little.
+/// How many records or events one sweep transaction removes at most: a short write, so that
+/// the writes queued meanwhile wait little.
 const SWEEP_BATCH: usize = 500;
 
-/// Removes expired idempotency records now and then every [`SWEEP_INTERVAL`], until aborted.
-async fn sweep_idempotency_records(idempotency: animal_store_domain::IdempotencyService) {
+/// Removes expired idempotency records and events now and then every [`SWEEP_INTERVAL`],
+/// until aborted.
+async fn sweep(
+    idempotency: animal_store_domain::IdempotencyService,
+    events: animal_store_domain::EventService,
+) {
     let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
     loop {
         ticks.tick().await;
@@ -248,6 +254,11 @@ async fn sweep_idempotency_records(idempotency: animal_store_domain::Idempotency
             Ok(0) => {}
             Ok(removed) => tracing::info!(removed, "removed expired idempotency records"),
             Err(err) => tracing::warn!(error = %err, "removing expired idempotency records failed"),
+        }
+        match events.sweep(SWEEP_BATCH).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed expired events"),
+            Err(err) => tracing::warn!(error = %err, "removing expired events failed"),
         }
     }
 }

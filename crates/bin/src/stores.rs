@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    ApiKeyStore, HealthCheck, IdempotencyStore, OrderRepository, PetChanges, PetRepository,
+    ApiKeyStore, EventLog, HealthCheck, IdempotencyStore, OrderRepository, PetChanges,
+    PetRepository,
 };
 use animal_store_infra::faults::{
-    Faults, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetChanges, FaultyPetRepository,
-    Injector,
+    Faults, FaultyEventLog, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetChanges,
+    FaultyPetRepository, Injector,
 };
 use animal_store_infra::{
     Database, DatabaseOptions, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
@@ -98,8 +99,8 @@ pub enum Stores {
     Memory {
         /// Pets.
         pets: Arc<MemoryPetRepository>,
-        /// The faults the URL's options ask for, injected in front of the pets, the orders
-        /// and the idempotency records when serving: one count over all of them, so that
+        /// The faults the URL's options ask for, injected in front of the pets, the orders,
+        /// the idempotency records and the events when serving: one count over all of them, so that
         /// `fail-every=2` fails every second request that reads or writes them.
         faults: Option<Arc<Injector>>,
         /// Orders, beside `pets`.
@@ -137,12 +138,24 @@ impl Stores {
     /// know), whatever `schema` says, it migrates nothing, and opens the database only when
     /// the window the newer version recorded admits this binary's schema level.
     pub async fn open(cli: &Cli, schema: Schema) -> anyhow::Result<Self> {
+        Self::open_at(cli, schema, Arc::new(animal_store_infra::SystemClock)).await
+    }
+
+    /// [`Stores::open`], with memory stores whose events take their time from `clock` (the
+    /// service's, which `--clock-file` may set).
+    pub async fn open_at(
+        cli: &Cli,
+        schema: Schema,
+        clock: Arc<dyn animal_store_domain::Clock>,
+    ) -> anyhow::Result<Self> {
         if cli.database_url.is_memory() {
             let MemoryOptions { faults, drop_answer_every } =
                 memory_options(cli.database_url.expose())?;
             let faults = faults.map(Injector::new);
-            let (pets, keys) =
-                (Arc::new(MemoryPetRepository::new()), Arc::new(MemoryApiKeyStore::new()));
+            let (pets, keys) = (
+                Arc::new(MemoryPetRepository::with_clock(clock)),
+                Arc::new(MemoryApiKeyStore::new()),
+            );
             let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
             let idempotency = Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone()));
             return Ok(Self::Memory { pets, faults, orders, idempotency, keys, drop_answer_every });
@@ -223,6 +236,18 @@ impl Stores {
             }
             Self::Memory { idempotency, faults: None, .. } => idempotency.clone(),
             Self::Sql(db) => Arc::new(db.idempotency()),
+        }
+    }
+
+    /// The events the other stores write with their changes; on `memory://`, failing or
+    /// lagging as the URL's options say.
+    pub fn events(&self) -> Arc<dyn EventLog> {
+        match self {
+            Self::Memory { pets, faults: Some(injector), .. } => {
+                Arc::new(FaultyEventLog::new(pets.clone(), injector.clone()))
+            }
+            Self::Memory { pets, faults: None, .. } => pets.clone(),
+            Self::Sql(db) => Arc::new(db.events()),
         }
     }
 

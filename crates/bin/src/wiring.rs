@@ -13,10 +13,12 @@ use std::sync::Arc;
 use animal_store_api::probes::Readiness;
 use animal_store_api::telemetry::SharedExporter;
 use animal_store_api::{ApiConfig, AppState};
+use std::time::Duration;
+
 use animal_store_domain::{
-    ApiKeyStore, Clock, Environment, HealthCheck, IdempotencyService, IdempotencyStore, KeyService,
-    OrderRepository, OrderService, PetChanges, PetRepository, PetService, RateLimitPolicy,
-    RateLimiter,
+    ApiKeyStore, Clock, EVENT_RETENTION, Environment, EventLog, EventService, HealthCheck,
+    IdempotencyService, IdempotencyStore, KeyService, OrderRepository, OrderService, PetChanges,
+    PetRepository, PetService, RateLimitPolicy, RateLimiter,
 };
 use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
 
@@ -30,8 +32,10 @@ pub struct Wiring {
     changes: Arc<dyn PetChanges>,
     orders: Arc<dyn OrderRepository>,
     idempotency: Arc<dyn IdempotencyStore>,
+    events: Arc<dyn EventLog>,
     keys: Arc<dyn ApiKeyStore>,
     clock: Arc<dyn Clock>,
+    event_retention: Duration,
     policy: RateLimitPolicy,
     environment: Environment,
     config: ApiConfig,
@@ -54,13 +58,15 @@ impl Wiring {
 
     /// The service over these stores, with the defaults above. `changes` must change the
     /// pets of `pets`, `orders` keep its orders beside them (placing an order changes its
-    /// pet's status, and an open order holds its pet against changes), and `idempotency` its
-    /// records beside both (a record commits with the pet or order it records).
+    /// pet's status, and an open order holds its pet against changes), `idempotency` its
+    /// records beside both (a record commits with the pet or order it records), and
+    /// `events` the events the other stores write with their changes.
     pub fn new(
         pets: Arc<dyn PetRepository>,
         changes: Arc<dyn PetChanges>,
         orders: Arc<dyn OrderRepository>,
         idempotency: Arc<dyn IdempotencyStore>,
+        events: Arc<dyn EventLog>,
         keys: Arc<dyn ApiKeyStore>,
     ) -> Self {
         Self {
@@ -68,8 +74,10 @@ impl Wiring {
             changes,
             orders,
             idempotency,
+            events,
             keys,
             clock: Arc::new(SystemClock),
+            event_retention: EVENT_RETENTION,
             policy: RateLimitPolicy::default(),
             environment: Environment::Production,
             config: ApiConfig::default(),
@@ -100,6 +108,13 @@ impl Wiring {
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// How long events are kept.
+    #[must_use]
+    pub fn event_retention(mut self, retention: Duration) -> Self {
+        self.event_retention = retention;
         self
     }
 
@@ -147,8 +162,10 @@ impl Wiring {
             changes,
             orders,
             idempotency,
+            events,
             keys,
             clock,
+            event_retention,
             policy,
             environment,
             config,
@@ -171,6 +188,7 @@ impl Wiring {
             pets: PetService::new(pets, changes),
             orders: OrderService::new(orders, clock.clone()),
             idempotency: IdempotencyService::new(idempotency, clock.clone()),
+            events: EventService::new(events, clock.clone(), event_retention),
             keys: KeyService::new(keys, clock.clone(), environment),
             limiter,
             clock,

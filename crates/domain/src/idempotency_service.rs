@@ -161,15 +161,7 @@ impl IdempotencyService {
         let retention =
             chrono::Duration::from_std(crate::idempotency::RETENTION).unwrap_or_default();
         let before = to_the_second(self.clock.now()) - retention;
-        let mut removed = 0;
-        loop {
-            let swept = self.store.sweep(before, batch).await?;
-            removed += swept;
-            // Each batch is a write of its own: the writes queued meanwhile go first.
-            if swept < batch {
-                return Ok(removed);
-            }
-        }
+        crate::events::in_batches(batch, || self.store.sweep(before, batch)).await
     }
 }
 

@@ -9,6 +9,7 @@
 //!   inventory: how many pets have each status.
 //! - [`name_rule`]: the one rule for names people type, which pet names and key names
 //!   follow.
+//! - [`event`]: what changed, as an event; [`events`]: reading the caller's events.
 //! - [`excerpt`](mod@excerpt): how much of a client's value a message or a log line repeats.
 //! - [`plan`]: the plans and their request quotas.
 //! - [`api_key`]: API keys, their public id, their secret and its digest; [`scope`]: what
@@ -28,6 +29,8 @@
 
 pub mod api_key;
 pub mod changes;
+pub mod event;
+pub mod events;
 pub mod excerpt;
 pub mod idempotency;
 pub mod idempotency_service;
@@ -49,6 +52,8 @@ pub use api_key::{
     KeyNameError, PresentedKey,
 };
 pub use changes::{ChangePetError, Inventory, PetChange, PetPatch, Precondition};
+pub use event::{Event, EventId, EventObject, EventType, EventTypeError, NewEvent};
+pub use events::{EVENT_RETENTION, EventListing, EventPage, EventService, GetEventError};
 pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use idempotency::{
     Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, IdempotentWrite,
@@ -69,8 +74,8 @@ pub use pet::{
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{
-    ApiKeyStore, Clock, HealthCheck, IdempotencyStore, OrderRepository, PetChanges, PetRepository,
-    Rotation,
+    ApiKeyStore, Clock, EventLog, HealthCheck, IdempotencyStore, OrderRepository, PetChanges,
+    PetRepository, Rotation,
 };
 pub use rate_limit::{
     Decision, GiveBack, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, ChangePetError, Decision, GiveBack, IdempotencyStore, IdempotentWrite,
-    Inventory, KeyDigest, KeyId, KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository,
-    OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository, PetStatus, PlaceOrderError,
-    Precondition, Quota, RateLimitPolicy, RateLimiter, RenderOrder, RenderPet, RepositoryError,
-    Rotation, Subject, UpdateOrderError,
+    ApiKey, ApiKeyStore, ChangePetError, Decision, Event, EventId, EventLog, EventType, GiveBack,
+    IdempotencyStore, IdempotentWrite, Inventory, KeyDigest, KeyId, KeyUse, NewOrder, NewPet,
+    Order, OrderId, OrderRepository, OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository,
+    PetStatus, PlaceOrderError, Precondition, Quota, RateLimitPolicy, RateLimiter, RenderOrder,
+    RenderPet, RepositoryError, Rotation, Subject, UpdateOrderError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -169,6 +169,43 @@ impl PetChanges for FaultyPetChanges {
     async fn inventory(&self) -> Result<Inventory, RepositoryError> {
         self.injector.call().await?;
         self.inner.inventory().await
+    }
+}
+
+/// An [`EventLog`] that fails on purpose.
+pub struct FaultyEventLog {
+    inner: Arc<dyn EventLog>,
+    injector: Arc<Injector>,
+}
+
+impl FaultyEventLog {
+    /// `inner`, failing as `injector` decides.
+    pub fn new(inner: Arc<dyn EventLog>, injector: Arc<Injector>) -> Self {
+        Self { inner, injector }
+    }
+}
+
+#[async_trait]
+impl EventLog for FaultyEventLog {
+    async fn list(
+        &self,
+        reader: &KeyId,
+        kind: Option<EventType>,
+        after: Option<EventId>,
+        count: usize,
+    ) -> Result<Vec<Event>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.list(reader, kind, after, count).await
+    }
+
+    async fn get(&self, reader: &KeyId, id: EventId) -> Result<Option<Event>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.get(reader, id).await
+    }
+
+    /// Not counted: the sweep runs in the background, and a harness counts requests.
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        self.inner.sweep(before, batch).await
     }
 }
 

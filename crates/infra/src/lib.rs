@@ -43,8 +43,8 @@ pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use redis_limiter::{LimiterFailure, RedisLimiterOptions, RedisRateLimiter};
 pub use sql::{
     BATCH_SIZE_METRIC, BackupError, Database, DatabaseError, DatabaseHealth, DatabaseOptions,
-    POOL_METRIC, PoolMetrics, SchemaStatus, SeaOrmApiKeyStore, SeaOrmIdempotencyStore,
-    SeaOrmOrderRepository, SeaOrmPetRepository,
+    POOL_METRIC, PoolMetrics, SchemaStatus, SeaOrmApiKeyStore, SeaOrmEventLog,
+    SeaOrmIdempotencyStore, SeaOrmOrderRepository, SeaOrmPetRepository,
 };
 #[cfg(feature = "testing")]
 pub use testing::ManualClock;

@@ -2,9 +2,11 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{ApiKeyStore, PetRepository};
+use animal_store_domain::{ApiKeyStore, EventLog, PetRepository};
 use animal_store_infra::conformance::faults::Stores;
-use animal_store_infra::conformance::{IdempotencyStores, OrderStores, PetChangeStores};
+use animal_store_infra::conformance::{
+    EventStores, IdempotencyStores, OrderStores, PetChangeStores,
+};
 use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
 use animal_store_infra::{
@@ -168,11 +170,18 @@ async fn failed_writes_store_nothing(
     keys: Arc<dyn ApiKeyStore>,
     witness_pets: &dyn PetRepository,
     witness_keys: &dyn ApiKeyStore,
+    witness_events: &dyn EventLog,
 ) {
     let injector = every_third_call_fails();
     let faulty_pets = FaultyPetRepository::new(pets, injector.clone());
     let faulty_keys = FaultyApiKeyStore::new(keys, injector.clone());
-    let stores = Stores { pets: &faulty_pets, keys: &faulty_keys, witness_pets, witness_keys };
+    let stores = Stores {
+        pets: &faulty_pets,
+        keys: &faulty_keys,
+        witness_pets,
+        witness_keys,
+        witness_events,
+    };
     let heal = move || injector.set(Faults::default());
     conformance::faults::failed_writes_store_nothing(&faulty_pets, &faulty_keys, &stores, &heal)
         .await;
@@ -181,7 +190,15 @@ async fn failed_writes_store_nothing(
 #[tokio::test]
 async fn memory_stores_that_fail_store_nothing() {
     let (pets, keys) = (Arc::new(MemoryPetRepository::new()), Arc::new(MemoryApiKeyStore::new()));
-    failed_writes_store_nothing(pets.clone(), keys.clone(), pets.as_ref(), keys.as_ref()).await;
+    let witness_events: &dyn EventLog = pets.as_ref();
+    failed_writes_store_nothing(
+        pets.clone(),
+        keys.clone(),
+        pets.as_ref(),
+        keys.as_ref(),
+        witness_events,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -189,7 +206,8 @@ async fn sqlite_stores_that_fail_store_nothing() {
     let file = SqliteFile::new();
     let (db, witness) = (file.open().await, file.open().await);
     let (pets, keys) = (Arc::new(db.pets()), Arc::new(db.keys()));
-    failed_writes_store_nothing(pets, keys, &witness.pets(), &witness.keys()).await;
+    failed_writes_store_nothing(pets, keys, &witness.pets(), &witness.keys(), &witness.events())
+        .await;
     db.close().await;
     witness.close().await;
 }
@@ -200,6 +218,56 @@ async fn postgres_stores_that_fail_store_nothing() {
         return;
     };
     let (pets, keys) = (Arc::new(db.pets()), Arc::new(db.keys()));
-    failed_writes_store_nothing(pets, keys, &db.pets(), &db.keys()).await;
+    failed_writes_store_nothing(pets, keys, &db.pets(), &db.keys(), &db.events()).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn memory_events() {
+    let pets = Arc::new(MemoryPetRepository::new());
+    let orders = Arc::new(MemoryOrderRepository::new(Arc::clone(&pets)));
+    let idempotency = MemoryIdempotencyStore::new(Arc::clone(&pets), Arc::clone(&orders));
+    conformance::events(&EventStores {
+        pets: &*pets,
+        changes: &*pets,
+        orders: &*orders,
+        idempotency: &idempotency,
+        events: &*pets,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_events() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let (pets, orders, idempotency, events) =
+        (db.pets(), db.orders(), db.idempotency(), db.events());
+    conformance::events(&EventStores {
+        pets: &pets,
+        changes: &pets,
+        orders: &orders,
+        idempotency: &idempotency,
+        events: &events,
+    })
+    .await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_events() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    let (pets, orders, idempotency, events) =
+        (db.pets(), db.orders(), db.idempotency(), db.events());
+    conformance::events(&EventStores {
+        pets: &pets,
+        changes: &pets,
+        orders: &orders,
+        idempotency: &idempotency,
+        events: &events,
+    })
+    .await;
     db.close().await;
 }

@@ -18,12 +18,14 @@ const MAX_PAGES: u32 = 64;
 async fn check(db: &Database, url: &str, fault: &dyn Fault, run: &str) {
     let witness = Database::connect(url).await.expect("open the witness");
     let (pets, keys) = (db.pets(), db.keys());
-    let (witness_pets, witness_keys) = (witness.pets(), witness.keys());
+    let (witness_pets, witness_keys, witness_events) =
+        (witness.pets(), witness.keys(), witness.events());
     let stores = Stores {
         pets: &pets,
         keys: &keys,
         witness_pets: &witness_pets,
         witness_keys: &witness_keys,
+        witness_events: &witness_events,
     };
     writes_under_fault(&stores, fault, run).await;
     witness.close().await;

@@ -6,8 +6,8 @@ use animal_store_domain::{
     KeyUse, NewOrder, OrderRepository, PetStatus, Rotation, StoredResponse,
 };
 use animal_store_domain::{
-    ApiKeySecret, ChangePetError, Environment, Inventory, OrderId, OrderStatus, PetChanges, PetId,
-    PetRepository, Plan, Scope,
+    ApiKeySecret, ChangePetError, Environment, EventLog, EventObject, EventType, Inventory,
+    OrderId, OrderStatus, PetChanges, PetId, PetRepository, Plan, Scope,
 };
 use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upgraded};
@@ -32,7 +32,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m20261123_000005_create_idempotency_keys",
             "m20261123_000006_drop_idempotency_created_at_index",
             "m20261126_000007_pet_changes",
-            "m20261126_000008_key_scopes"
+            "m20261126_000008_key_scopes",
+            "m20261126_000009_events"
         ]
     );
 }
@@ -357,5 +358,58 @@ async fn keys_gain_a_scope_on_sqlite() {
 async fn keys_gain_a_scope_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         keys_gain_a_scope(&url).await;
+    }
+}
+
+/// `m20261126_000009_events` on a database with pets and orders: what was there makes no
+/// event; the next changes do, from id 1 on, old pets and orders included.
+async fn events_join_a_database_with_orders(url: &str) {
+    let seed = [
+        "INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 2, 'pending')",
+        "INSERT INTO pets (name, category_id, status) VALUES ('Old Max', 3, 'available')",
+        "INSERT INTO orders (pet_id, owner, status, created_at, updated_at) \
+         VALUES (1, 'oldkey000001', 'placed', '2027-01-15T08:00:00+00:00', '2027-01-15T08:00:00+00:00')",
+    ];
+    let db = upgraded(url, 8, &seed).await;
+    let owner = KeyId::new("oldkey000001").expect("a key id");
+    let events = db.events();
+    assert!(events.list(&owner, None, None, 10).await.expect("list").is_empty(), "no event yet");
+    let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("an instant");
+    let delivered = db
+        .orders()
+        .update_status(&owner, OrderId::new(1), OrderStatus::Delivered, at)
+        .await
+        .expect_err("placed cannot go to delivered");
+    drop(delivered);
+    let cancelled = db
+        .orders()
+        .update_status(&owner, OrderId::new(1), OrderStatus::Cancelled, at)
+        .await
+        .expect("an old order moves");
+    let patch = animal_store_domain::PetPatch {
+        name: Some(animal_store_domain::PetName::new("Max, renamed").expect("a name")),
+        ..animal_store_domain::PetPatch::default()
+    };
+    db.pets().update(PetId::new(2), patch, None).await.expect("an old pet changes");
+    let listed = events.list(&owner, None, None, 10).await.expect("list");
+    let kinds: Vec<(i64, EventType)> = listed.iter().map(|e| (e.id.get(), e.kind)).collect();
+    assert_eq!(
+        kinds,
+        [(1, EventType::OrderUpdated), (2, EventType::PetUpdated), (3, EventType::PetUpdated)],
+        "the first events after the upgrade"
+    );
+    assert_eq!(listed[0].object, EventObject::Order(cancelled));
+    db.close().await;
+}
+
+#[tokio::test]
+async fn events_join_a_database_with_orders_on_sqlite() {
+    events_join_a_database_with_orders(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn events_join_a_database_with_orders_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        events_join_a_database_with_orders(&url).await;
     }
 }

@@ -20,6 +20,7 @@ macro_rules! raw_value_is_self {
 pub mod changes;
 pub mod cursor;
 pub mod duplicates;
+pub mod events;
 pub mod field;
 pub mod json;
 pub mod listing;

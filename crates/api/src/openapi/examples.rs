@@ -46,6 +46,14 @@ fn schema_examples() -> Map<String, Value> {
         ("NewOrder", json!({"petId": 1})),
         ("OrderUpdate", json!({"status": "approved"})),
         ("OrderStatus", json!("placed")),
+        (
+            "Event",
+            json!({"id": 42, "type": "order.placed", "createdAt": "2026-11-23T17:36:06Z", "data": {"object": order.clone()}}),
+        ),
+        ("EventData", json!({"object": pet.clone()})),
+        ("EventObject", pet.clone()),
+        ("Events", json!([{"id": 41, "type": "pet.created", "createdAt": "2026-11-23T17:35:58Z", "data": {"object": pet.clone()}}])),
+        ("EventType", json!("pet.created")),
         ("Error", error),
         ("ErrorCode", json!("not_found")),
         ("PlanName", json!("free")),
@@ -77,6 +85,13 @@ fn error_example(operation: &str, status: u16) -> Value {
         }
         (400, "placeOrder") => (ErrorCode::ValidationFailed, "petId is required"),
         (400, "updateOrder") => (ErrorCode::ValidationFailed, "status is required"),
+        (400, "listEvents") => {
+            (ErrorCode::InvalidRequest, "after must be an int64 integer, got \"abc\"")
+        }
+        (400, "getEvent") => {
+            (ErrorCode::InvalidRequest, "eventId must be an int64 integer, got \"abc\"")
+        }
+        (404, "getEvent") => (ErrorCode::NotFound, "no event has id 99"),
         (400, "getOrder") => {
             (ErrorCode::InvalidRequest, "orderId must be an int64 integer, got \"abc\"")
         }

@@ -175,6 +175,7 @@ async fn an_unreachable_key_store_is_503() {
             clock.clone(),
         ),
         idempotency: crate::helpers::unused_idempotency(clock.clone()),
+        events: crate::helpers::unused_events(clock.clone()),
         keys,
         limiter: Arc::new(MemoryRateLimiter::new(
             RateLimitPolicy::default(),

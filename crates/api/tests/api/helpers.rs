@@ -78,6 +78,7 @@ impl Harness {
                 Arc::new(clock.clone()),
             ),
             idempotency: unused_idempotency(Arc::new(clock.clone())),
+            events: unused_events(Arc::new(clock.clone())),
             keys: keys.clone(),
             clock: Arc::new(clock.clone()),
             limiter: Arc::new(MemoryRateLimiter::new(
@@ -163,4 +164,15 @@ pub fn unused_idempotency(
     let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
     let store = Arc::new(animal_store_infra::MemoryIdempotencyStore::new(pets, orders));
     animal_store_domain::IdempotencyService::new(store, clock)
+}
+
+/// Events no test of this crate reads: its own memory store's.
+pub fn unused_events(
+    clock: Arc<dyn animal_store_domain::Clock>,
+) -> animal_store_domain::EventService {
+    animal_store_domain::EventService::new(
+        Arc::new(MemoryPetRepository::new()),
+        clock,
+        animal_store_domain::EVENT_RETENTION,
+    )
 }

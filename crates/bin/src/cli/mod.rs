@@ -210,6 +210,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_LIMITER_CAPACITY", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub limiter_capacity: u64,
 
+    /// How long events are kept (listEvents, getEvent): `30d`, `72h`... Older ones are
+    /// removed in the background every ten minutes.
+    #[arg(long, env = "ANIMAL_STORE_EVENT_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub event_retention: Duration,
+
     /// Read the time from this file (whole Unix seconds, read at every request) instead of
     /// the system clock, for tests that must cross a minute, a day or a sunset without
     /// waiting. With memory:// only.
@@ -258,7 +263,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// What `--version` prints after the name: the version and the schema level (how many
-/// migrations this binary knows), `1.0.0 (schema 6)`.
+/// migrations this binary knows), `1.0.0 (schema 9)`.
 pub fn version() -> &'static str {
     static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     VERSION.get_or_init(|| {

@@ -1,17 +1,17 @@
 //! What the kit puts beside a pet adapter given alone ([`TestKit::with_pets`]): every pet
 //! write reaches that adapter, keyed createPet included, its record kept here; orders, which
-//! move their pets' statuses through no port of a pet adapter, and the pets' changes, which
-//! are another port, are refused with a message that says what to give instead.
+//! move their pets' statuses through no port of a pet adapter, and the pets' changes and the
+//! events, which are other ports, are refused with a message that says what to give instead.
 //!
 //! [`TestKit::with_pets`]: super::TestKit::with_pets
 
 use std::sync::Arc;
 
 use animal_store_domain::{
-    ChangePetError, IdempotencyRecord, IdempotencyStore, IdempotentWrite, Inventory, KeyId, KeyUse,
-    NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet, PetChanges, PetId,
-    PetPatch, PetRepository, PlaceOrderError, Precondition, RenderOrder, RenderPet,
-    RepositoryError, UpdateOrderError,
+    ChangePetError, Event, EventId, EventLog, EventType, IdempotencyRecord, IdempotencyStore,
+    IdempotentWrite, Inventory, KeyId, KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository,
+    OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository, PlaceOrderError, Precondition,
+    RenderOrder, RenderPet, RepositoryError, UpdateOrderError,
 };
 use animal_store_infra::memory::idempotency::{Records, existing, sweep};
 use async_trait::async_trait;
@@ -28,6 +28,42 @@ pub struct OrdersNeedTheirStores;
 
 fn refused() -> RepositoryError {
     RepositoryError::Backend(Box::new(OrdersNeedTheirStores))
+}
+
+/// The events beside a pet adapter given alone.
+#[derive(Debug, Error)]
+#[error(
+    "TestKit: listEvents and getEvent need `with_events` beside `with_pets`: the events are written by the stores of the changes, and read through the `EventLog` port, which a `PetRepository` alone does not have"
+)]
+pub struct EventsNeedTheirStore;
+
+/// The events beside a pet adapter given alone: every call refused with
+/// [`EventsNeedTheirStore`].
+pub struct NoEvents;
+
+fn no_events() -> RepositoryError {
+    RepositoryError::Backend(Box::new(EventsNeedTheirStore))
+}
+
+#[async_trait]
+impl EventLog for NoEvents {
+    async fn list(
+        &self,
+        _reader: &KeyId,
+        _kind: Option<EventType>,
+        _after: Option<EventId>,
+        _count: usize,
+    ) -> Result<Vec<Event>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn get(&self, _reader: &KeyId, _id: EventId) -> Result<Option<Event>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn sweep(&self, _before: DateTime<Utc>, _batch: usize) -> Result<usize, RepositoryError> {
+        Err(no_events())
+    }
 }
 
 /// The changes beside a pet adapter given alone.

@@ -25,7 +25,7 @@ use std::time::Duration;
 use animal_store_api::server::{Limits, Server};
 use animal_store_api::{AppState, app};
 use animal_store_domain::{
-    ApiKeyStore, IdempotencyStore, OrderRepository, PetChanges, PetRepository, Plan,
+    ApiKeyStore, EventLog, IdempotencyStore, OrderRepository, PetChanges, PetRepository, Plan,
     RateLimitPolicy, RateLimiter,
 };
 use animal_store_infra::{
@@ -41,7 +41,8 @@ use tokio::task::JoinHandle;
 use crate::wiring::Wiring;
 
 pub use beside::{
-    ChangesNeedTheirStore, NoChanges, NoOrders, OrdersNeedTheirStores, RecordsBeside,
+    ChangesNeedTheirStore, EventsNeedTheirStore, NoChanges, NoEvents, NoOrders,
+    OrdersNeedTheirStores, RecordsBeside,
 };
 
 /// 2026-11-22T00:00:00Z, a UTC midnight: where a kit's clock starts unless told otherwise.
@@ -53,6 +54,7 @@ pub struct TestKit {
     changes: Arc<dyn PetChanges>,
     orders: Arc<dyn OrderRepository>,
     idempotency: Arc<dyn IdempotencyStore>,
+    events: Arc<dyn EventLog>,
     /// Which of the stores beside the pets the test gave.
     given: Given,
     keys: Arc<dyn ApiKeyStore>,
@@ -65,13 +67,14 @@ pub struct TestKit {
 #[derive(Debug, Clone, Copy, Default)]
 #[expect(
     clippy::struct_excessive_bools,
-    reason = "four independent facts: which stores the test gave, in any order"
+    reason = "independent facts: which stores the test gave, in any order"
 )]
 struct Given {
     pets: bool,
     changes: bool,
     orders: bool,
     idempotency: bool,
+    events: bool,
 }
 
 impl Default for TestKit {
@@ -84,18 +87,20 @@ impl TestKit {
     /// Memory stores, the default policy, the in-process rate limiter and a manual clock at
     /// [`START`].
     pub fn new() -> Self {
-        let pets = Arc::new(MemoryPetRepository::new());
+        let clock = ManualClock::at_unix(START);
+        let pets = Arc::new(MemoryPetRepository::with_clock(Arc::new(clock.clone())));
         let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
         Self {
             idempotency: Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone())),
             orders,
             changes: pets.clone(),
+            events: pets.clone(),
             pets,
             given: Given::default(),
             keys: Arc::new(MemoryApiKeyStore::new()),
             limiter: None,
             policy: RateLimitPolicy::default(),
-            clock: ManualClock::at_unix(START),
+            clock,
         }
     }
 
@@ -140,6 +145,17 @@ impl TestKit {
         self
     }
 
+    /// The events (listEvents, getEvent) the stores given to [`TestKit::with_pets`],
+    /// [`TestKit::with_orders`] and [`TestKit::with_idempotency`] write with their changes.
+    /// Given pets alone, the kit refuses those operations (a 500, [`EventsNeedTheirStore`]
+    /// in the log).
+    #[must_use]
+    pub fn with_events(mut self, events: Arc<dyn EventLog>) -> Self {
+        self.events = events;
+        self.given.events = true;
+        self
+    }
+
     /// API keys in `keys`.
     #[must_use]
     pub fn with_keys(mut self, keys: Arc<dyn ApiKeyStore>) -> Self {
@@ -173,6 +189,7 @@ impl TestKit {
             mut changes,
             mut orders,
             mut idempotency,
+            mut events,
             given,
             keys,
             limiter,
@@ -190,7 +207,10 @@ impl TestKit {
         if given.pets && !given.idempotency {
             idempotency = Arc::new(RecordsBeside::new(pets.clone()));
         }
-        let mut wiring = Wiring::new(pets, changes, orders, idempotency, keys)
+        if given.pets && !given.events {
+            events = Arc::new(NoEvents);
+        }
+        let mut wiring = Wiring::new(pets, changes, orders, idempotency, events, keys)
             .clock(Arc::new(clock.clone()))
             .policy(policy);
         if let Some(limiter) = limiter {

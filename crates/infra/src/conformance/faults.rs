@@ -10,7 +10,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use animal_store_domain::{ApiKeyStore, PetRepository, PetStatus, Plan, RepositoryError};
+use animal_store_domain::{
+    ApiKeyStore, EventLog, EventObject, EventType, KeyId, PetId, PetRepository, PetStatus, Plan,
+    RepositoryError,
+};
 use async_trait::async_trait;
 use futures_util::future::join_all;
 
@@ -46,6 +49,22 @@ pub struct Stores<'a> {
     pub witness_pets: &'a dyn PetRepository,
     /// Keys over the same database, opened separately.
     pub witness_keys: &'a dyn ApiKeyStore,
+    /// The events over the same database, opened separately.
+    pub witness_events: &'a dyn EventLog,
+}
+
+/// The ids of the pets whose `pet.created` event `events` holds, of those whose name
+/// starts with `prefix`, in the order of the events.
+async fn announced(events: &dyn EventLog, prefix: &str) -> Vec<PetId> {
+    let reader = KeyId::new("witness00000").expect("a key id");
+    let all = events.list(&reader, Some(EventType::PetCreated), None, 100_000).await;
+    all.expect("list the events")
+        .into_iter()
+        .filter_map(|event| match event.object {
+            EventObject::Pet(pet) if pet.name.as_str().starts_with(prefix) => Some(pet.id),
+            _ => None,
+        })
+        .collect()
 }
 
 /// How many pets are written while the fault is on: enough to need new pages of a full
@@ -55,7 +74,7 @@ const WRITES_UNDER_FAULT: usize = 96;
 /// Checks that writes under `fault` keep every promise above. `run` names the pets of this
 /// run, so that one database can go through several faults.
 pub async fn writes_under_fault(stores: &Stores<'_>, fault: &dyn Fault, run: &str) {
-    let Stores { pets, keys, witness_pets, witness_keys } = *stores;
+    let Stores { pets, keys, witness_pets, witness_keys, witness_events } = *stores;
     let name = fault.name();
     let long = "x".repeat(60);
     let pet = |label: String| new_pet(&format!("{run} {label} {long}"), 3, PetStatus::Available);
@@ -111,6 +130,13 @@ pub async fn writes_under_fault(stores: &Stores<'_>, fault: &dyn Fault, run: &st
         .map(|p| (p.id, p))
         .collect();
     assert_eq!(found, expected, "{name}: what is stored is exactly what was acknowledged");
+    let mut events = announced(witness_events, &format!("{run} ")).await;
+    events.sort_unstable();
+    assert_eq!(
+        events,
+        found.keys().copied().collect::<Vec<_>>(),
+        "{name}: a pet and its event are stored together, or neither is"
+    );
 
     // The same for keys: found if and only if reported stored.
     for (key, stored) in [(&live, true), (&issued, issue.is_ok()), (&late, true)] {
@@ -156,6 +182,20 @@ pub async fn failed_writes_store_nothing(
         assert_eq!(found.is_some(), stored, "a key is stored iff reported stored");
     }
     assert!(failures > 0, "no write failed: the store under test never failed");
+    let stored: Vec<PetId> = witness
+        .witness_pets
+        .list(None, None, 100_000)
+        .await
+        .expect("list")
+        .into_iter()
+        .filter(|pet| pet.name.as_str().starts_with("flaky #"))
+        .map(|pet| pet.id)
+        .collect();
+    assert_eq!(
+        announced(witness.witness_events, "flaky #").await,
+        stored,
+        "a pet reported stored has its event; a failed write left none"
+    );
     heal();
     pets.create(new_pet("steady", 5, PetStatus::Sold))
         .await

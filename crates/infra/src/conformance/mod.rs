@@ -7,12 +7,14 @@
 //! [`faults`] checks what stores over a real database promise when that database fails.
 
 mod changes;
+mod events;
 pub mod faults;
 mod idempotency;
 mod orders;
 mod rotation;
 
 pub use changes::{PetChangeStores, pet_changes};
+pub use events::{EventStores, events};
 pub use idempotency::{IdempotencyStores, idempotency_store};
 pub use orders::{OrderStores, order_repository};
 

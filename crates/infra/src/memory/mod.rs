@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewOrder, Order, OrderId, OrderRepository, OrderStatus,
-    PetStatus, PlaceOrderError, RepositoryError, Rotation, UpdateOrderError,
+    ApiKey, ApiKeyStore, KeyDigest, KeyId, NewEvent, NewOrder, Order, OrderId, OrderRepository,
+    OrderStatus, PetStatus, PlaceOrderError, RepositoryError, Rotation, UpdateOrderError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -51,9 +51,10 @@ impl MemoryOrderRepository {
         let mut orders = self.orders();
         let id = OrderId::new(orders.last_key_value().map_or(1, |(id, _)| id.get() + 1));
         let order = order.placed(id);
-        catalogue.set_status(order.pet_id, order.status.pet_status());
+        let pet = catalogue.set_status(order.pet_id, order.status.pet_status());
         catalogue.hold(order.pet_id, id);
         orders.insert(id, order.clone());
+        catalogue.record(NewEvent::of_order(order.clone(), pet));
         Ok(order)
     }
 }
@@ -100,12 +101,13 @@ impl OrderRepository for MemoryOrderRepository {
             .filter(|order| order.owner == *owner)
             .ok_or(UpdateOrderError::NotFound(id))?;
         let pet_status = order.status.move_to(to)?;
-        catalogue.set_status(order.pet_id, pet_status);
+        let pet = catalogue.set_status(order.pet_id, pet_status);
         if !to.is_open() {
             catalogue.release(order.pet_id);
         }
         order.status = to;
         order.updated_at = at;
+        catalogue.record(NewEvent::of_order(order.clone(), pet));
         Ok(order.clone())
     }
 }

@@ -1,21 +1,35 @@
-//! Pets in memory: a map ordered by id, the count of each status, and which open order
-//! holds which pet, all behind one lock, so that a change and what it is checked against
-//! are one step.
+//! Pets in memory: a map ordered by id, the count of each status, which open order holds
+//! which pet, and the events of every change, all behind one lock, so that a change, what
+//! it is checked against and its event are one step.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
-use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockWriteGuard};
 
 use animal_store_domain::{
-    ChangePetError, Inventory, NewPet, OrderId, Pet, PetChange, PetChanges, PetId, PetPatch,
-    PetRepository, PetStatus, Precondition, RepositoryError,
+    ChangePetError, Clock, Event, EventId, EventLog, EventType, Inventory, KeyId, NewEvent, NewPet,
+    OrderId, Pet, PetChange, PetChanges, PetId, PetPatch, PetRepository, PetStatus, Precondition,
+    RepositoryError, to_the_second,
 };
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
-/// Pets in a map ordered by id.
-#[derive(Debug, Default)]
+/// Pets in a map ordered by id, and the events of their changes, timed by a clock.
 pub struct MemoryPetRepository {
     shelf: RwLock<Shelf>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for MemoryPetRepository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryPetRepository").field("shelf", &self.shelf).finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryPetRepository {
+    fn default() -> Self {
+        Self::with_clock(Arc::new(crate::SystemClock))
+    }
 }
 
 /// What the pets' lock guards.
@@ -27,6 +41,10 @@ pub(super) struct Shelf {
     inventory: Inventory,
     /// The open order that holds each held pet, kept by the orders beside these pets.
     holds: HashMap<PetId, OrderId>,
+    /// The events of every change, by id.
+    events: BTreeMap<EventId, Event>,
+    /// The greatest event id ever given: a swept event's id is never given again.
+    last_event: i64,
 }
 
 impl Shelf {
@@ -34,20 +52,30 @@ impl Shelf {
         self.pets.get(&id)
     }
 
-    fn add(&mut self, pet: NewPet) -> Pet {
+    fn add(&mut self, pet: NewPet, now: DateTime<Utc>) -> Pet {
         self.last_id += 1;
         let pet = Pet::from_new(PetId::new(self.last_id), pet);
         self.inventory[pet.status] += 1;
         self.pets.insert(pet.id, pet.clone());
+        self.record([NewEvent::pet_created(pet.clone(), now)]);
         pet
     }
 
-    /// Moves the pet `id`, if there is one, to `status`.
-    pub(super) fn set_status(&mut self, id: PetId, status: PetStatus) {
-        if let Some(pet) = self.pets.get_mut(&id) {
-            self.inventory[pet.status] -= 1;
-            self.inventory[status] += 1;
-            pet.status = status;
+    /// Moves the pet `id`, if there is one, to `status`; returns it when its status changed.
+    pub(super) fn set_status(&mut self, id: PetId, status: PetStatus) -> Option<Pet> {
+        let pet = self.pets.get_mut(&id).filter(|pet| pet.status != status)?;
+        self.inventory[pet.status] -= 1;
+        self.inventory[status] += 1;
+        pet.status = status;
+        Some(pet.clone())
+    }
+
+    /// Records `events`, giving each the next id.
+    pub(super) fn record(&mut self, events: impl IntoIterator<Item = NewEvent>) {
+        for event in events {
+            self.last_event += 1;
+            let id = EventId::new(self.last_event);
+            self.events.insert(id, event.with_id(id));
         }
     }
 
@@ -67,6 +95,7 @@ impl Shelf {
         id: PetId,
         change: &PetChange,
         expected: Option<Precondition>,
+        now: DateTime<Utc>,
     ) -> Result<Pet, ChangePetError> {
         let pet = self.pets.get(&id).ok_or(ChangePetError::NotFound(id))?;
         if expected.is_some_and(|expected| !expected(pet)) {
@@ -78,13 +107,17 @@ impl Shelf {
         match change {
             PetChange::Update(patch) => {
                 let changed = patch.apply(pet);
-                self.set_status(id, changed.status);
-                self.pets.insert(id, changed.clone());
+                if changed != *pet {
+                    self.set_status(id, changed.status);
+                    self.pets.insert(id, changed.clone());
+                    self.record([NewEvent::pet_updated(changed.clone(), now)]);
+                }
                 Ok(changed)
             }
             PetChange::Remove => {
                 let removed = self.pets.remove(&id).ok_or(ChangePetError::NotFound(id))?;
                 self.inventory[removed.status] -= 1;
+                self.record([NewEvent::pet_deleted(removed.clone(), now)]);
                 Ok(removed)
             }
         }
@@ -92,9 +125,19 @@ impl Shelf {
 }
 
 impl MemoryPetRepository {
-    /// An empty catalogue.
+    /// An empty catalogue, whose events take their time from the system clock.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty catalogue, whose events take their time from `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self { shelf: RwLock::default(), clock }
+    }
+
+    /// The time now, to the second, as events record it.
+    fn now(&self) -> DateTime<Utc> {
+        to_the_second(self.clock.now())
     }
 
     /// The pets, locked for a change.
@@ -104,7 +147,8 @@ impl MemoryPetRepository {
 
     /// Adds `pet` at once.
     pub(super) fn add(&self, pet: NewPet) -> Pet {
-        self.shelf().add(pet)
+        let now = self.now();
+        self.shelf().add(pet, now)
     }
 
     fn read<T>(&self, f: impl FnOnce(&Shelf) -> T) -> T {
@@ -150,7 +194,8 @@ impl PetChanges for MemoryPetRepository {
         patch: PetPatch,
         expected: Option<Precondition>,
     ) -> Result<Pet, ChangePetError> {
-        self.shelf().change(id, &PetChange::Update(patch), expected)
+        let now = self.now();
+        self.shelf().change(id, &PetChange::Update(patch), expected, now)
     }
 
     async fn remove(
@@ -158,10 +203,57 @@ impl PetChanges for MemoryPetRepository {
         id: PetId,
         expected: Option<Precondition>,
     ) -> Result<Pet, ChangePetError> {
-        self.shelf().change(id, &PetChange::Remove, expected)
+        let now = self.now();
+        self.shelf().change(id, &PetChange::Remove, expected, now)
     }
 
     async fn inventory(&self) -> Result<Inventory, RepositoryError> {
         Ok(self.read(|shelf| shelf.inventory))
+    }
+}
+
+/// The events of every change made through these pets and the orders and records beside
+/// them. Each change takes the one lock, so events are listed the moment they exist.
+#[async_trait]
+impl EventLog for MemoryPetRepository {
+    async fn list(
+        &self,
+        reader: &KeyId,
+        kind: Option<EventType>,
+        after: Option<EventId>,
+        count: usize,
+    ) -> Result<Vec<Event>, RepositoryError> {
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(self.read(|shelf| {
+            shelf
+                .events
+                .range((from, Bound::Unbounded))
+                .map(|(_, event)| event)
+                .filter(|event| event.is_seen_by(reader) && kind.is_none_or(|k| event.kind == k))
+                .take(count)
+                .cloned()
+                .collect()
+        }))
+    }
+
+    async fn get(&self, reader: &KeyId, id: EventId) -> Result<Option<Event>, RepositoryError> {
+        Ok(self
+            .read(|shelf| shelf.events.get(&id).filter(|event| event.is_seen_by(reader)).cloned()))
+    }
+
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        let mut locked = self.shelf();
+        // As the SQL stores do: the `batch` oldest, those of them that expired.
+        let old: Vec<EventId> = locked
+            .events
+            .values()
+            .take(batch)
+            .filter(|event| event.created_at < before)
+            .map(|event| event.id)
+            .collect();
+        for id in &old {
+            locked.events.remove(id);
+        }
+        Ok(old.len())
     }
 }

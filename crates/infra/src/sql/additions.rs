@@ -113,6 +113,15 @@ impl Addition {
         Ok(record)
     }
 
+    /// The pet this addition created, once the batch's statements ran: none when its key
+    /// was claimed before.
+    pub(super) fn created(&self) -> Option<&Pet> {
+        match &self.output {
+            Some(KeyUse::First(pet)) => Some(pet),
+            _ => None,
+        }
+    }
+
     /// The pet added, once it is.
     fn pet_added(&self) -> Result<&Pet, DbErr> {
         match &self.output {

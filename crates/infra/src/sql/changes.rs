@@ -11,8 +11,8 @@
 //! `m20261126_000007_pet_changes`): a handful of rows, however many pets there are.
 
 use animal_store_domain::{
-    ChangePetError, Inventory, OrderId, OrderStatus, Pet, PetChange, PetChanges, PetId, PetPatch,
-    PetStatus, Precondition, RepositoryError,
+    ChangePetError, Inventory, NewEvent, OrderId, OrderStatus, Pet, PetChange, PetChanges, PetId,
+    PetPatch, PetStatus, Precondition, RepositoryError, to_the_second,
 };
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
@@ -23,6 +23,7 @@ use sea_orm::{
 
 use super::entity::{order, pet, pet_count};
 use super::failure::{corrupt, in_write};
+use super::job::Decided;
 use super::pet_rows::to_pet;
 use super::pets::{PetReaders, SeaOrmPetRepository};
 
@@ -43,41 +44,44 @@ async fn change(
     id: PetId,
     change: PetChange,
     expected: Option<Precondition>,
-) -> Result<Result<Pet, ChangePetError>, DbErr> {
+) -> Result<Decided<Pet, ChangePetError>, DbErr> {
+    let refused = |refusal| Ok((Err(refusal), Vec::new()));
     let mut query = pet::Entity::find_by_id(id.get());
     if txn.get_database_backend() == DbBackend::Postgres {
         // Orders placed or moved by other processes wait for this transaction to end.
         query = query.lock_exclusive();
     }
     let Some(row) = query.one(txn).await? else {
-        return Ok(Err(ChangePetError::NotFound(id)));
+        return refused(ChangePetError::NotFound(id));
     };
     let pet = to_pet(&row).map_err(|e| in_write(&e))?;
     if expected.is_some_and(|expected| !expected(&pet)) {
-        return Ok(Err(ChangePetError::PreconditionFailed(id)));
+        return refused(ChangePetError::PreconditionFailed(id));
     }
     if change.needs_release(&pet)
         && let Some(order) = open_order(txn, id).await?
     {
-        return Ok(Err(ChangePetError::Held { pet: id, order }));
+        return refused(ChangePetError::Held { pet: id, order });
     }
+    let now = to_the_second(std::time::SystemTime::now());
     match change {
         PetChange::Update(patch) => {
             let changed = patch.apply(&pet);
-            if changed != pet {
-                pet::Entity::update_many()
-                    .col_expr(pet::Column::Name, Expr::value(changed.name.as_str()))
-                    .col_expr(pet::Column::CategoryId, Expr::value(changed.category_id.get()))
-                    .col_expr(pet::Column::Status, Expr::value(changed.status.as_str()))
-                    .filter(pet::Column::Id.eq(id.get()))
-                    .exec(txn)
-                    .await?;
+            if changed == pet {
+                return Ok((Ok(changed), Vec::new()));
             }
-            Ok(Ok(changed))
+            pet::Entity::update_many()
+                .col_expr(pet::Column::Name, Expr::value(changed.name.as_str()))
+                .col_expr(pet::Column::CategoryId, Expr::value(changed.category_id.get()))
+                .col_expr(pet::Column::Status, Expr::value(changed.status.as_str()))
+                .filter(pet::Column::Id.eq(id.get()))
+                .exec(txn)
+                .await?;
+            Ok((Ok(changed.clone()), vec![NewEvent::pet_updated(changed, now)]))
         }
         PetChange::Remove => {
             pet::Entity::delete_by_id(id.get()).exec(txn).await?;
-            Ok(Ok(pet))
+            Ok((Ok(pet.clone()), vec![NewEvent::pet_deleted(pet, now)]))
         }
     }
 }
@@ -136,7 +140,7 @@ impl PetChanges for SeaOrmPetRepository {
         expected: Option<Precondition>,
     ) -> Result<Pet, ChangePetError> {
         let update = PetChange::Update(patch);
-        self.writer().write(move |txn| Box::pin(change(txn, id, update, expected))).await?
+        self.writer().change(move |txn| Box::pin(change(txn, id, update, expected))).await?
     }
 
     async fn remove(
@@ -145,7 +149,7 @@ impl PetChanges for SeaOrmPetRepository {
         expected: Option<Precondition>,
     ) -> Result<Pet, ChangePetError> {
         let remove = PetChange::Remove;
-        self.writer().write(move |txn| Box::pin(change(txn, id, remove, expected))).await?
+        self.writer().change(move |txn| Box::pin(change(txn, id, remove, expected))).await?
     }
 
     async fn inventory(&self) -> Result<Inventory, RepositoryError> {

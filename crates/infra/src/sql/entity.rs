@@ -167,6 +167,37 @@ pub mod pet_count {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+/// The `events` table: one row per change, written in the change's transaction.
+pub mod event {
+    use sea_orm::entity::prelude::*;
+
+    /// One event. `object` is the pet or order after the change, as `sql/events.rs` writes
+    /// it; `owner` is the order's owner, `None` for a pet's event, which every key sees.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "events")]
+    pub struct Model {
+        /// Growing in commit order: SQLite's row id (one writer at a time); on PostgreSQL
+        /// taken from `event_counter`, whose row each writing transaction holds until it
+        /// ends.
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        /// `pet.created`, `pet.updated`, `pet.deleted`, `order.placed` or `order.updated`.
+        pub event_type: String,
+        /// The key id of the order owner's line of rotations, for an order's event.
+        pub owner: Option<String>,
+        /// When the change happened.
+        pub created_at: DateTimeUtc,
+        /// The pet or order, as JSON.
+        pub object: String,
+    }
+
+    /// Events relate to nothing.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 /// The `schema_window` table: which binaries may run on this database, written under the
 /// migration lock by the binary that migrated it last (see `window.rs`). Not a migration's:
 /// created beside `seaql_migrations`, so that binaries that predate it run as before.
@@ -227,5 +258,6 @@ mod tests {
         check::<super::idempotency_key::Entity>();
         check::<super::schema_window::Entity>();
         check::<super::pet_count::Entity>();
+        check::<super::event::Entity>();
     }
 }

@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    IdempotencyStore, IdempotentWrite, KeyUse, NewOrder, NewPet, Order, Pet, PlaceOrderError,
-    RenderOrder, RenderPet, RepositoryError,
+    IdempotencyStore, IdempotentWrite, KeyUse, NewEvent, NewOrder, NewPet, Order, Pet,
+    PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -50,17 +50,17 @@ async fn place_order(
     write: IdempotentWrite,
     order: NewOrder,
     render: RenderOrder,
-) -> Result<KeyUse<Result<Order, PlaceOrderError>>, DbErr> {
+) -> Result<(KeyUse<Result<Order, PlaceOrderError>>, Vec<NewEvent>), DbErr> {
     if let Some(record) = claim(txn, &write).await? {
-        return Ok(KeyUse::Again(record));
+        return Ok((KeyUse::Again(record), Vec::new()));
     }
-    let placed = orders::place(txn, order).await?;
+    let (placed, events) = orders::place(txn, order).await?;
     match render(&placed) {
         Some(response) => fill(txn, &write, response).await?,
         // Not an outcome to store: the key is free again.
         None => free(txn, &write).await?,
     }
-    Ok(KeyUse::First(placed))
+    Ok((KeyUse::First(placed), events))
 }
 
 #[async_trait]
@@ -80,7 +80,7 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
         order: NewOrder,
         render: RenderOrder,
     ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
-        self.writer.write(move |txn| Box::pin(place_order(txn, write, order, render))).await
+        self.writer.change(move |txn| Box::pin(place_order(txn, write, order, render))).await
     }
 
     /// Reads up to `batch` expired keys on a reader connection (no index: the table's oldest

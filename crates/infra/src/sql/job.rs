@@ -1,17 +1,25 @@
 //! What the stores hand the writer (see [`writer`](super::writer)): additions of pets, which
 //! the pets' statements merge per batch (see [`additions`](super::additions)), and any other
-//! statements, run one job after the other.
+//! statements, run one job after the other; then the events of every change the jobs made,
+//! in one statement (see [`events`](super::events)).
 
-use animal_store_domain::{IdempotentWrite, KeyUse, NewPet, Pet, RenderPet, RepositoryError};
+use animal_store_domain::{
+    IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError, to_the_second,
+};
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
 
 use super::additions::{Addition, add_all};
+use super::events;
 use super::writer::{self, JobMisused, Reply, Work, reply};
 
 /// The writer of a database, running its stores' jobs.
 pub(super) type Writer = writer::Writer<Job>;
+
+/// What a write decided (its output or the rules' refusal), and the events of what it
+/// changed.
+pub(super) type Decided<T, E> = (Result<T, E>, Vec<NewEvent>);
 
 /// One caller's share of a transaction.
 pub(super) enum Job {
@@ -28,6 +36,9 @@ pub(super) trait Statements: Send {
     /// Runs the statements.
     async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr>;
 
+    /// The events of the changes they made, once they ran.
+    fn take_events(&mut self) -> Vec<NewEvent>;
+
     /// Answers the caller (see [`Work::finish`]).
     fn finish(self: Box<Self>, outcome: Result<(), RepositoryError>);
 }
@@ -35,7 +46,8 @@ pub(super) trait Statements: Send {
 #[async_trait]
 impl Work for Job {
     /// Adds the batch's pets first, then runs the other jobs in order: no other job can
-    /// depend on a pet of its own batch, whose id its caller learns after the commit.
+    /// depend on a pet of its own batch, whose id its caller learns after the commit. Then
+    /// records the events of what they changed, in that order.
     async fn run(txn: &DatabaseTransaction, batch: &mut [Self]) -> Result<(), DbErr> {
         let additions = batch
             .iter_mut()
@@ -45,12 +57,22 @@ impl Work for Job {
             })
             .collect();
         add_all(txn, additions).await?;
+        let now = to_the_second(std::time::SystemTime::now());
+        let mut changes = Vec::new();
+        for job in batch.iter_mut() {
+            if let Job::Add(addition) = job
+                && let Some(pet) = addition.created()
+            {
+                changes.push(NewEvent::pet_created(pet.clone(), now));
+            }
+        }
         for job in batch {
             if let Job::Statements(statements) = job {
                 statements.run(txn).await?;
+                changes.extend(statements.take_events());
             }
         }
-        Ok(())
+        events::record(txn, &changes).await
     }
 
     fn finish(self, outcome: Result<(), RepositoryError>) {
@@ -63,7 +85,8 @@ impl Work for Job {
 
 impl Writer {
     /// Runs `work` inside a write transaction, possibly beside other callers' work, and
-    /// returns its output once the transaction has committed.
+    /// returns its output once the transaction has committed. For writes that change no pet
+    /// and no order: those are [`Writer::change`]s.
     ///
     /// `work` must leave every decision in its output, never in an error: an `Err` from it,
     /// or from any statement, undoes the whole transaction, other callers' work included.
@@ -79,8 +102,32 @@ impl Writer {
             + Send
             + 'static,
     {
+        self.change(move |txn| Box::pin(async move { Ok((work(txn).await?, Vec::new())) })).await
+    }
+
+    /// [`Writer::write`] for `work` that changes pets or orders: it returns its output and
+    /// the events of its changes, which the transaction records with them.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the transaction did not commit; nothing of `work` is stored
+    /// then, and none of its events.
+    pub(super) async fn change<T, F>(&self, work: F) -> Result<T, RepositoryError>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(
+                &'t DatabaseTransaction,
+            ) -> BoxFuture<'t, Result<(T, Vec<NewEvent>), DbErr>>
+            + Send
+            + 'static,
+    {
         self.submit(|reply| {
-            Job::Statements(Box::new(Pending { work: Some(work), output: None, reply }))
+            Job::Statements(Box::new(Pending {
+                work: Some(work),
+                output: None,
+                events: Vec::new(),
+                reply,
+            }))
         })
         .await
     }
@@ -115,6 +162,7 @@ impl Writer {
 struct Pending<T, F> {
     work: Option<F>,
     output: Option<T>,
+    events: Vec<NewEvent>,
     reply: Reply<T>,
 }
 
@@ -122,12 +170,20 @@ struct Pending<T, F> {
 impl<T, F> Statements for Pending<T, F>
 where
     T: Send + 'static,
-    F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>> + Send + 'static,
+    F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<(T, Vec<NewEvent>), DbErr>>
+        + Send
+        + 'static,
 {
     async fn run(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
         let work = self.work.take().ok_or_else(|| DbErr::Custom(JobMisused.to_string()))?;
-        self.output = Some(work(txn).await?);
+        let (output, events) = work(txn).await?;
+        self.output = Some(output);
+        self.events = events;
         Ok(())
+    }
+
+    fn take_events(&mut self) -> Vec<NewEvent> {
+        std::mem::take(&mut self.events)
     }
 
     fn finish(self: Box<Self>, outcome: Result<(), RepositoryError>) {

@@ -24,6 +24,7 @@ mod additions;
 mod changes;
 mod connector;
 mod entity;
+mod events;
 mod failure;
 mod idempotency;
 mod insert;
@@ -49,6 +50,7 @@ use sea_orm::{DatabaseConnection, DbErr};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
+pub use events::SeaOrmEventLog;
 pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
 pub use orders::SeaOrmOrderRepository;
@@ -304,6 +306,12 @@ impl Database {
             Arc::clone(&self.reads),
             self.writer.clone(),
         )
+    }
+
+    /// The events of this database, which its pets, orders and idempotency records write
+    /// with the changes they report.
+    pub fn events(&self) -> SeaOrmEventLog {
+        SeaOrmEventLog::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
     }
 
     /// The readiness check of this database.

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    KeyId, NewOrder, Order, OrderId, OrderRepository, OrderStatus, PetId, PetStatus,
+    KeyId, NewEvent, NewOrder, Order, OrderId, OrderRepository, OrderStatus, PetId, PetStatus,
     PlaceOrderError, RepositoryError, UpdateOrderError,
 };
 use async_trait::async_trait;
@@ -27,7 +27,8 @@ use super::corrupt;
 use super::entity::{order, pet};
 use super::failure::in_write;
 use super::insert::insert_one;
-use super::job::Writer;
+use super::job::{Decided, Writer};
+use super::pet_rows::to_pet;
 use super::reachability::Reads;
 
 /// Orders in an SQL database. Cheap to clone: clones share the readers and the writer.
@@ -56,19 +57,38 @@ fn to_order(row: order::Model) -> Result<Order, RepositoryError> {
     })
 }
 
+/// In `txn`: moves the pet `id` to `status` if `only_if` holds for it; returns it as it is
+/// then, when it moved. No `RETURNING` on SQLite (docs/architecture.md): the row is read
+/// again, in the same transaction.
+async fn move_pet(
+    txn: &DatabaseTransaction,
+    id: PetId,
+    status: PetStatus,
+    only_if: sea_orm::sea_query::SimpleExpr,
+) -> Result<Option<animal_store_domain::Pet>, DbErr> {
+    let update = pet::Entity::update_many()
+        .col_expr(pet::Column::Status, Expr::value(status.as_str()))
+        .filter(pet::Column::Id.eq(id.get()))
+        .filter(only_if);
+    let row = if txn.get_database_backend() == DbBackend::Postgres {
+        update.exec_with_returning(txn).await?.into_iter().next()
+    } else if update.exec(txn).await?.rows_affected == 0 {
+        None
+    } else {
+        pet::Entity::find_by_id(id.get()).one(txn).await?
+    };
+    row.as_ref().map(to_pet).transpose().map_err(|e| in_write(&e))
+}
+
 /// In `txn`: reserves the pet if it is available and stores the order; the refusal otherwise.
 pub(super) async fn place(
     txn: &DatabaseTransaction,
     order: NewOrder,
-) -> Result<Result<Order, PlaceOrderError>, DbErr> {
+) -> Result<Decided<Order, PlaceOrderError>, DbErr> {
     let pet_id = order.pet_id;
-    let reserved = pet::Entity::update_many()
-        .col_expr(pet::Column::Status, Expr::value(OrderStatus::Placed.pet_status().as_str()))
-        .filter(pet::Column::Id.eq(pet_id.get()))
-        .filter(pet::Column::Status.eq(PetStatus::Available.as_str()))
-        .exec(txn)
-        .await?;
-    if reserved.rows_affected == 0 {
+    let available = pet::Column::Status.eq(PetStatus::Available.as_str());
+    let reserved = move_pet(txn, pet_id, OrderStatus::Placed.pet_status(), available).await?;
+    let Some(pet) = reserved else {
         let refusal = match pet::Entity::find_by_id(pet_id.get()).one(txn).await? {
             None => PlaceOrderError::NoSuchPet(pet_id),
             Some(row) => PlaceOrderError::PetNotAvailable {
@@ -76,8 +96,8 @@ pub(super) async fn place(
                 status: row.status.parse().map_err(|e| in_write(&corrupt("pets", e)))?,
             },
         };
-        return Ok(Err(refusal));
-    }
+        return Ok((Err(refusal), Vec::new()));
+    };
     let row = order::ActiveModel {
         id: NotSet,
         pet_id: Set(pet_id.get()),
@@ -87,7 +107,8 @@ pub(super) async fn place(
         updated_at: Set(order.at),
     };
     let id = insert_one(txn, order::Entity::insert(row).into_query()).await?;
-    Ok(Ok(order.placed(OrderId::new(id))))
+    let order = order.placed(OrderId::new(id));
+    Ok((Ok(order.clone()), NewEvent::of_order(order, Some(pet))))
 }
 
 /// In `txn`: moves the owner's order if the rules allow it, and its pet along.
@@ -97,7 +118,7 @@ async fn update_status(
     id: OrderId,
     to: OrderStatus,
     at: DateTime<Utc>,
-) -> Result<Result<Order, UpdateOrderError>, DbErr> {
+) -> Result<Decided<Order, UpdateOrderError>, DbErr> {
     let mut query =
         order::Entity::find_by_id(id.get()).filter(order::Column::Owner.eq(owner.as_str()));
     if txn.get_database_backend() == DbBackend::Postgres {
@@ -105,12 +126,12 @@ async fn update_status(
         query = query.lock_exclusive();
     }
     let Some(row) = query.one(txn).await? else {
-        return Ok(Err(UpdateOrderError::NotFound(id)));
+        return Ok((Err(UpdateOrderError::NotFound(id)), Vec::new()));
     };
     let mut order = to_order(row).map_err(|e| in_write(&e))?;
     let pet_status = match order.status.move_to(to) {
         Ok(pet_status) => pet_status,
-        Err(refused) => return Ok(Err(refused.into())),
+        Err(refused) => return Ok((Err(refused.into()), Vec::new())),
     };
     order::Entity::update_many()
         .col_expr(order::Column::Status, Expr::value(to.as_str()))
@@ -118,20 +139,18 @@ async fn update_status(
         .filter(order::Column::Id.eq(id.get()))
         .exec(txn)
         .await?;
-    pet::Entity::update_many()
-        .col_expr(pet::Column::Status, Expr::value(pet_status.as_str()))
-        .filter(pet::Column::Id.eq(order.pet_id.get()))
-        .exec(txn)
-        .await?;
+    // Only a pet whose status moves is updated, and makes an event.
+    let other = pet::Column::Status.ne(pet_status.as_str());
+    let pet = move_pet(txn, order.pet_id, pet_status, other).await?;
     order.status = to;
     order.updated_at = at;
-    Ok(Ok(order))
+    Ok((Ok(order.clone()), NewEvent::of_order(order, pet)))
 }
 
 #[async_trait]
 impl OrderRepository for SeaOrmOrderRepository {
     async fn place(&self, order: NewOrder) -> Result<Order, PlaceOrderError> {
-        self.writer.write(move |txn| Box::pin(place(txn, order))).await?
+        self.writer.change(move |txn| Box::pin(place(txn, order))).await?
     }
 
     async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Option<Order>, RepositoryError> {
@@ -168,6 +187,6 @@ impl OrderRepository for SeaOrmOrderRepository {
         at: DateTime<Utc>,
     ) -> Result<Order, UpdateOrderError> {
         let owner = owner.clone();
-        self.writer.write(move |txn| Box::pin(update_status(txn, owner, id, to, at))).await?
+        self.writer.change(move |txn| Box::pin(update_status(txn, owner, id, to, at))).await?
     }
 }

@@ -19,6 +19,7 @@ mod m20261123_000005_create_idempotency_keys;
 mod m20261123_000006_drop_idempotency_created_at_index;
 mod m20261126_000007_pet_changes;
 mod m20261126_000008_key_scopes;
+mod m20261126_000009_events;
 mod rebuild;
 
 use sea_orm_migration::prelude::*;
@@ -57,6 +58,7 @@ fn steps() -> Vec<Step> {
     use m20261123_000006_drop_idempotency_created_at_index as m6;
     use m20261126_000007_pet_changes as m7;
     use m20261126_000008_key_scopes as m8;
+    use m20261126_000009_events as m9;
     vec![
         Step::new(m1::Migration, m1::COMPATIBILITY),
         Step::new(m2::Migration, m2::COMPATIBILITY),
@@ -66,6 +68,7 @@ fn steps() -> Vec<Step> {
         Step::new(m6::Migration, m6::COMPATIBILITY),
         Step::new(m7::Migration, m7::COMPATIBILITY),
         Step::new(m8::Migration, m8::COMPATIBILITY),
+        Step::new(m9::Migration, m9::COMPATIBILITY),
     ]
 }
 

@@ -1,0 +1,256 @@
+//! Events over SeaORM: written by the writer at the end of each transaction, beside the
+//! changes they report (see [`job`](super::job)), read on the reader pool.
+//!
+//! # Ids in commit order
+//!
+//! A client reads the events after the last id it saw, so an event must never appear after
+//! an event of a greater id. Ids that commit out of order would break that: a transaction
+//! that took id 7 and commits after another that took id 8 leaves a reader who saw 8 blind
+//! to 7.
+//!
+//! - SQLite: one transaction writes at a time, and ids are row ids (`AUTOINCREMENT`, never
+//!   reused): they commit in order.
+//! - PostgreSQL: several instances write at once. Each transaction takes its ids from the
+//!   one row of `event_counter` by updating it, in its last statement before `COMMIT`, and
+//!   holds that row's lock until it ends: the next transaction to take ids waits until this
+//!   one has committed (or rolled back, giving its ids back), so ids commit in order, and a
+//!   reader's snapshot that shows an event shows every event of a smaller id. The cost is
+//!   that the instances' commits queue on that row, one transaction's last statement and
+//!   `COMMIT` at a time (docs/architecture.md, "Events").
+
+use std::sync::Arc;
+
+use animal_store_domain::{
+    CategoryId, Event, EventId, EventLog, EventObject, EventType, KeyId, NewEvent, Order, OrderId,
+    Pet, PetId, PetName, RepositoryError,
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, Set, Statement, Value,
+};
+use serde::{Deserialize, Serialize};
+
+use super::entity::event;
+use super::failure::corrupt;
+use super::job::Writer;
+use super::reachability::Reads;
+
+/// The pet or order of an event, as the `object` column keeps it.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Stored {
+    Pet { id: i64, name: String, category_id: i64, status: String },
+    Order { id: i64, pet_id: i64, owner: String, status: String, created_at: i64, updated_at: i64 },
+}
+
+impl Stored {
+    fn of(object: &EventObject) -> Self {
+        match object {
+            EventObject::Pet(pet) => Self::Pet {
+                id: pet.id.get(),
+                name: pet.name.as_str().to_owned(),
+                category_id: pet.category_id.get(),
+                status: pet.status.as_str().to_owned(),
+            },
+            EventObject::Order(order) => Self::Order {
+                id: order.id.get(),
+                pet_id: order.pet_id.get(),
+                owner: order.owner.as_str().to_owned(),
+                status: order.status.as_str().to_owned(),
+                created_at: order.created_at.timestamp(),
+                updated_at: order.updated_at.timestamp(),
+            },
+        }
+    }
+
+    fn object(self) -> Result<EventObject, RepositoryError> {
+        let bad = |e: &dyn std::fmt::Display| corrupt("events", e);
+        let time = |seconds| DateTime::from_timestamp(seconds, 0).ok_or_else(|| bad(&"a time"));
+        Ok(match self {
+            Self::Pet { id, name, category_id, status } => EventObject::Pet(Pet {
+                id: PetId::new(id),
+                name: PetName::stored(&name).map_err(|e| bad(&e))?,
+                category_id: CategoryId::new(category_id).map_err(|e| bad(&e))?,
+                status: status.parse().map_err(|e| bad(&e))?,
+            }),
+            Self::Order { id, pet_id, owner, status, created_at, updated_at } => {
+                EventObject::Order(Order {
+                    id: OrderId::new(id),
+                    pet_id: PetId::new(pet_id),
+                    owner: KeyId::new(&owner).map_err(|e| bad(&e))?,
+                    status: status.parse().map_err(|e| bad(&e))?,
+                    created_at: time(created_at)?,
+                    updated_at: time(updated_at)?,
+                })
+            }
+        })
+    }
+}
+
+/// The columns of `event`, but its id.
+struct Columns {
+    event_type: &'static str,
+    owner: Option<String>,
+    created_at: DateTime<Utc>,
+    object: String,
+}
+
+impl Columns {
+    fn of(event: &NewEvent) -> Result<Self, DbErr> {
+        let object = serde_json::to_string(&Stored::of(&event.object))
+            .map_err(|e| DbErr::Custom(format!("cannot write an event's object: {e}")))?;
+        let owner = match &event.object {
+            EventObject::Order(order) => Some(order.owner.as_str().to_owned()),
+            EventObject::Pet(_) => None,
+        };
+        Ok(Self { event_type: event.kind.as_str(), owner, created_at: event.at, object })
+    }
+}
+
+/// In `txn`, as its last statement before `COMMIT`: records `events`, in order, with ids
+/// greater than every event's before (see the module's documentation).
+pub(super) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let columns = events.iter().map(Columns::of).collect::<Result<Vec<_>, _>>()?;
+    if txn.get_database_backend() == DbBackend::Postgres {
+        return txn.execute_raw(postgres(columns)).await.map(drop);
+    }
+    let rows = columns.into_iter().map(|c| event::ActiveModel {
+        id: NotSet,
+        event_type: Set(c.event_type.to_owned()),
+        owner: Set(c.owner),
+        created_at: Set(c.created_at),
+        object: Set(c.object),
+    });
+    event::Entity::insert_many(rows).exec_without_returning(txn).await.map(drop)
+}
+
+/// PostgreSQL: one statement takes the ids from `event_counter`, locking its row until the
+/// transaction ends, and inserts the events with them.
+fn postgres(columns: Vec<Columns>) -> Statement {
+    let count = i64::try_from(columns.len()).unwrap_or(i64::MAX);
+    let mut values: Vec<Value> = vec![count.into()];
+    let mut rows = Vec::with_capacity(columns.len());
+    for (n, c) in (1_i64..).zip(columns) {
+        let at = values.len() + 1;
+        rows.push(format!(
+            "(${}::bigint, ${}::text, ${}::text, ${}::timestamptz, ${}::text)",
+            at,
+            at + 1,
+            at + 2,
+            at + 3,
+            at + 4
+        ));
+        values.extend([
+            n.into(),
+            c.event_type.into(),
+            c.owner.into(),
+            c.created_at.into(),
+            c.object.into(),
+        ]);
+    }
+    let sql = format!(
+        "WITH taken AS (UPDATE event_counter SET last_id = last_id + $1 RETURNING last_id) \
+         INSERT INTO events (id, event_type, owner, created_at, object) \
+         SELECT taken.last_id - $1 + given.n, given.event_type, given.owner, given.created_at, \
+                given.object \
+         FROM taken, (VALUES {}) AS given (n, event_type, owner, created_at, object)",
+        rows.join(", ")
+    );
+    Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
+}
+
+/// The event a row holds.
+fn to_event(row: event::Model) -> Result<Event, RepositoryError> {
+    let event::Model { id, event_type, owner: _, created_at, object } = row;
+    let stored: Stored = serde_json::from_str(&object).map_err(|e| corrupt("events", e))?;
+    Ok(Event {
+        id: EventId::new(id),
+        kind: event_type.parse::<EventType>().map_err(|e| corrupt("events", e))?,
+        created_at,
+        object: stored.object()?,
+    })
+}
+
+/// The events `reader`'s keys see: every pet's, their own orders'.
+fn seen_by(reader: &KeyId) -> Condition {
+    Condition::any()
+        .add(event::Column::Owner.is_null())
+        .add(event::Column::Owner.eq(reader.as_str()))
+}
+
+/// Events in an SQL database. Cheap to clone: clones share the readers and the writer.
+#[derive(Clone)]
+pub struct SeaOrmEventLog {
+    readers: DatabaseConnection,
+    reads: Arc<Reads>,
+    writer: Writer,
+}
+
+impl SeaOrmEventLog {
+    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
+        Self { readers, reads, writer }
+    }
+}
+
+#[async_trait]
+impl EventLog for SeaOrmEventLog {
+    async fn list(
+        &self,
+        reader: &KeyId,
+        kind: Option<EventType>,
+        after: Option<EventId>,
+        count: usize,
+    ) -> Result<Vec<Event>, RepositoryError> {
+        let mut query = event::Entity::find().filter(seen_by(reader));
+        if let Some(kind) = kind {
+            query = query.filter(event::Column::EventType.eq(kind.as_str()));
+        }
+        if let Some(after) = after {
+            query = query.filter(event::Column::Id.gt(after.get()));
+        }
+        let query =
+            query.order_by_asc(event::Column::Id).limit(u64::try_from(count).unwrap_or(u64::MAX));
+        let rows = self.reads.run(query.all(&self.readers)).await?;
+        rows.into_iter().map(to_event).collect()
+    }
+
+    async fn get(&self, reader: &KeyId, id: EventId) -> Result<Option<Event>, RepositoryError> {
+        let query = event::Entity::find_by_id(id.get()).filter(seen_by(reader));
+        self.reads.run(query.one(&self.readers)).await?.map(to_event).transpose()
+    }
+
+    /// Reads the `batch` oldest events on a reader connection, the first rows of the table's
+    /// key (events are written in time order, so the expired ones come first, and a table
+    /// with none expired costs one short read, whatever its size), then removes those that
+    /// expired in one short write.
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        let oldest = event::Entity::find()
+            .select_only()
+            .columns([event::Column::Id, event::Column::CreatedAt])
+            .order_by_asc(event::Column::Id)
+            .limit(u64::try_from(batch).unwrap_or(u64::MAX))
+            .into_tuple::<(i64, DateTime<Utc>)>();
+        let oldest = self.reads.run(oldest.all(&self.readers)).await?;
+        let ids: Vec<i64> =
+            oldest.into_iter().filter(|(_, at)| *at < before).map(|(id, _)| id).collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        self.writer
+            .write(move |txn| {
+                Box::pin(async move {
+                    let done = event::Entity::delete_many()
+                        .filter(event::Column::Id.is_in(ids))
+                        .exec(txn)
+                        .await?;
+                    Ok(usize::try_from(done.rows_affected).unwrap_or(usize::MAX))
+                })
+            })
+            .await
+    }
+}
