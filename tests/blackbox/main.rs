@@ -40,3 +40,4 @@ mod scopes;
 mod secrets;
 mod shared_limits;
 mod stability;
+mod webhooks;

@@ -40,6 +40,12 @@ async fn every_operation_says_how_stable_it_is() {
         ("getInventory", "experimental"),
         ("listEvents", "experimental"),
         ("getEvent", "experimental"),
+        ("createWebhookEndpoint", "experimental"),
+        ("listWebhookEndpoints", "experimental"),
+        ("getWebhookEndpoint", "experimental"),
+        ("updateWebhookEndpoint", "experimental"),
+        ("deleteWebhookEndpoint", "experimental"),
+        ("listWebhookDeliveries", "experimental"),
         ("getRateLimit", "beta"),
     ];
     let found: Vec<(String, String)> = operations(&document)

@@ -12,7 +12,7 @@ use crate::cmd;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
 use crate::tidy;
-use crate::{browser, openapi_lint, python, redbot};
+use crate::{browser, openapi_lint, python, receivers, redbot};
 
 /// Names of the steps that failed so far.
 #[derive(Default)]
@@ -67,6 +67,8 @@ pub fn run(root: &Path) -> ExitCode {
     steps.run("Chromium and ChromeDriver", browser::ensure);
     // The Python harness example's test needs pytest: the same.
     steps.run("pytest", python::ensure);
+    // The webhook receivers' tests need Standard Webhooks' Python and TypeScript libraries.
+    steps.run("Standard Webhooks for Python and TypeScript", || receivers::ensure(root));
     cmd::header("start throwaway PostgreSQL and Redis");
     match (Postgres::start(), Redis::start()) {
         (Ok(postgres), Ok(redis)) => {
@@ -77,6 +79,7 @@ pub fn run(root: &Path) -> ExitCode {
                     redis.apply_env(command);
                     browser::apply_env(command);
                     python::apply_env(command);
+                    receivers::apply_env(root, command);
                 },
                 &mut steps,
             );

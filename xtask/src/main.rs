@@ -14,6 +14,7 @@ mod openapi;
 mod openapi_lint;
 mod postgres;
 mod python;
+mod receivers;
 mod redbot;
 mod redis;
 mod system;
@@ -66,6 +67,9 @@ Tasks:
                           docs/operations.md
   redbot                  REDbot (the HTTP linter, from PyPI) on the answers of a server on
                           memory://: any bad note or caching warning fails
+  receivers -- CMD...     run CMD with Standard Webhooks' Python and TypeScript libraries
+                          (PyPI, npm) installed under target/tools/webhooks and their
+                          paths in the environment the webhook receivers' tests read
   tidy                    require //! docs atop every .rs file and no placeholder macros
                           under crates/, xtask/ and tests/
   help                    show this message
@@ -123,6 +127,13 @@ fn run() -> Result<ExitCode> {
             upgrade::run(&root, base).map(|()| ExitCode::SUCCESS)
         }
         (Some("redbot"), []) => redbot::run(&root).map(|()| ExitCode::SUCCESS),
+        (Some("receivers"), [dashes, command @ ..]) if dashes == "--" && !command.is_empty() => {
+            receivers::ensure(&root)?;
+            let mut run = std::process::Command::new(&command[0]);
+            run.args(&command[1..]);
+            receivers::apply_env(&root, &mut run);
+            Ok(cmd::exit_code(run.status().context("could not run the command")?))
+        }
         (Some("tidy"), []) => {
             tidy::check(&root)?;
             Ok(ExitCode::SUCCESS)

@@ -86,6 +86,12 @@ pub fn parse_new_pet(
         .map_err(|err| err.body().message)
 }
 
+/// The body of a webhook delivery of `event`: the event exactly as `listEvents` and
+/// `getEvent` write it.
+pub fn render_event(event: &animal_store_domain::Event) -> String {
+    serde_json::to_string(&dto::events::EventBody::from(event.clone())).unwrap_or_default()
+}
+
 /// The origin (`https://host:port`) of a URL, if it has one.
 fn origin(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use animal_store_domain::{
     Clock, EventService, IdempotencyService, KeyService, OrderService, PetService, RateLimiter,
+    WebhookService,
 };
 
 use crate::client_address::ClientAddressing;
@@ -20,6 +21,8 @@ pub struct AppState {
     pub orders: OrderService,
     /// Events, each seen by the keys it concerns.
     pub events: EventService,
+    /// Each owner's webhook endpoints.
+    pub webhooks: WebhookService,
     /// Idempotent retries of `createPet` and `placeOrder`.
     pub idempotency: IdempotencyService,
     /// API keys: authentication.

@@ -66,6 +66,7 @@ fn recorder() -> anyhow::Result<PrometheusHandle> {
         "Writes committed together in one transaction."
     );
     metrics::describe_gauge!(POOL_METRIC, "Connections of the database readers' pool, by state.");
+    crate::deliveries::describe_metrics();
     metrics::describe_gauge!(
         BUILD_INFO,
         "1, with the version of the running binary and its schema level as labels."

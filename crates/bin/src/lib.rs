@@ -12,6 +12,7 @@
 mod cli;
 mod config;
 mod database_url;
+mod deliveries;
 mod descriptors;
 mod exporter;
 mod fixtures;

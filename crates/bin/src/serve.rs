@@ -103,14 +103,7 @@ async fn state(
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<AppState> {
     let wiring = stores.health_checks().into_iter().fold(
-        Wiring::new(
-            stores.pets(),
-            stores.changes(),
-            stores.orders(),
-            stores.idempotency(),
-            stores.events(),
-            stores.keys(),
-        ),
+        Wiring::new(stores.ports()).webhooks_allow_private(args.webhooks_allow_private),
         Wiring::health_check,
     );
     let wiring = if args.metrics {
@@ -168,6 +161,12 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     if args.clock_file.is_some() {
         tracing::warn!("reading the time from --clock-file: for tests only");
     }
+    if args.webhooks_allow_private {
+        tracing::warn!(
+            "--webhooks-allow-private: webhook endpoints may be http and at any address, \
+             loopback and private ones included; for tests and local development only"
+        );
+    }
     let fixtures = fixtures(cli, args, clock.now()).map_err(Failure::Startup)?;
     let schema = match args.migrate {
         MigrationPolicy::Auto => Schema::Migrate,
@@ -184,6 +183,8 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         }
         let readiness = state.readiness.clone();
         let sweeper = tokio::spawn(sweep(state.idempotency.clone(), state.events.clone()));
+        let worker =
+            crate::deliveries::Worker::start(deliverer(args, &stores, state.clock.clone())?)?;
         // Built before the ready file is written: ready means ready to answer.
         let app = animal_store_api::app(state);
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
@@ -194,9 +195,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             write_ready_file(path, address, &keys)
                 .with_context(|| format!("cannot write the ready file {}", path.display()))?;
         }
-        anyhow::Ok((app, readiness, server, address, sweeper))
+        anyhow::Ok((app, readiness, server, address, (sweeper, worker)))
     };
-    let (app, readiness, server, address, sweeper) = match started.await {
+    let (app, readiness, server, address, (sweeper, worker)) = match started.await {
         Ok(started) => started,
         Err(err) => {
             stores.close().await;
@@ -223,6 +224,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     };
     server.run(app, stopping, Duration::from_secs(args.shutdown_grace)).await;
     sweeper.abort();
+    worker.stop();
     tracing::info!("stopped accepting requests; closing the database");
     // Bounded: a request still stuck on the database must not keep the process alive.
     if tokio::time::timeout(CLOSE_TIMEOUT, stores.close()).await.is_err() {
@@ -233,6 +235,24 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     }
     tracing::info!("shut down");
     Ok(())
+}
+
+/// The deliverer of the webhook deliveries of `stores`, posting over HTTP(S).
+fn deliverer(
+    args: &ServeArgs,
+    stores: &Stores,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<animal_store_domain::Deliverer> {
+    let sender = animal_store_infra::HttpSender::new(args.webhooks_allow_private)?;
+    let schedule = animal_store_domain::Schedule { unit: args.webhook_retry_unit };
+    let render: animal_store_domain::RenderEvent = Arc::new(animal_store_api::render_event);
+    Ok(animal_store_domain::Deliverer::new(
+        stores.deliveries(),
+        Arc::new(sender),
+        render,
+        clock,
+        schedule,
+    ))
 }
 
 /// How often the idempotency records and the events older than their retention are removed.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use animal_store_domain::{
     ApiKeyStore, EventLog, HealthCheck, IdempotencyStore, OrderRepository, PetChanges,
-    PetRepository,
+    PetRepository, WebhookDeliveries, WebhookEndpoints,
 };
 use animal_store_infra::faults::{
     Faults, FaultyEventLog, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetChanges,
@@ -17,6 +17,7 @@ use animal_store_infra::{
 use anyhow::Context;
 
 use crate::cli::Cli;
+use crate::wiring::Ports;
 
 /// Brings `db`'s schema to what `schema` says, or says in one line why it cannot.
 async fn prepare(db: &Database, schema: Schema) -> anyhow::Result<()> {
@@ -248,6 +249,36 @@ impl Stores {
             }
             Self::Memory { pets, faults: None, .. } => pets.clone(),
             Self::Sql(db) => Arc::new(db.events()),
+        }
+    }
+
+    /// The webhook endpoints, beside the events queued for them.
+    pub fn webhooks(&self) -> Arc<dyn WebhookEndpoints> {
+        match self {
+            Self::Memory { pets, .. } => pets.clone(),
+            Self::Sql(db) => Arc::new(db.webhooks()),
+        }
+    }
+
+    /// The deliveries of the events to the webhook endpoints.
+    pub fn deliveries(&self) -> Arc<dyn WebhookDeliveries> {
+        match self {
+            Self::Memory { pets, .. } => pets.clone(),
+            Self::Sql(db) => Arc::new(db.webhooks()),
+        }
+    }
+
+    /// Every store the service runs on.
+    pub fn ports(&self) -> Ports {
+        Ports {
+            pets: self.pets(),
+            changes: self.changes(),
+            orders: self.orders(),
+            idempotency: self.idempotency(),
+            events: self.events(),
+            webhooks: self.webhooks(),
+            deliveries: self.deliveries(),
+            keys: self.keys(),
         }
     }
 

@@ -16,11 +16,14 @@ use animal_store_api::{ApiConfig, AppState};
 use std::time::Duration;
 
 use animal_store_domain::{
-    ApiKeyStore, Clock, EVENT_RETENTION, Environment, EventLog, EventService, HealthCheck,
-    IdempotencyService, IdempotencyStore, KeyService, OrderRepository, OrderService, PetChanges,
-    PetRepository, PetService, RateLimitPolicy, RateLimiter,
+    AddressCheck, ApiKeyStore, Clock, EVENT_RETENTION, Environment, EventLog, EventService,
+    HealthCheck, IdempotencyService, IdempotencyStore, KeyService, OrderRepository, OrderService,
+    PetChanges, PetRepository, PetService, RateLimitPolicy, RateLimiter, WebhookDeliveries,
+    WebhookEndpoints, WebhookService,
 };
-use animal_store_infra::{CachedApiKeyStore, MemoryRateLimiter, MokaRateLimiter, SystemClock};
+use animal_store_infra::{
+    CachedApiKeyStore, DnsAddressCheck, MemoryRateLimiter, MokaRateLimiter, SystemClock,
+};
 
 pub use crate::cli::RateLimiterKind;
 
@@ -28,12 +31,9 @@ pub use crate::cli::RateLimiterKind;
 /// policy, production keys, the default document addresses, no trusted proxy, the compact
 /// in-process rate limiter; and no metrics, which `serve` adds.
 pub struct Wiring {
-    pets: Arc<dyn PetRepository>,
-    changes: Arc<dyn PetChanges>,
-    orders: Arc<dyn OrderRepository>,
-    idempotency: Arc<dyn IdempotencyStore>,
-    events: Arc<dyn EventLog>,
-    keys: Arc<dyn ApiKeyStore>,
+    stores: Ports,
+    address_check: Arc<dyn AddressCheck>,
+    webhooks_allow_private: bool,
     clock: Arc<dyn Clock>,
     event_retention: Duration,
     policy: RateLimitPolicy,
@@ -42,6 +42,30 @@ pub struct Wiring {
     limiter: Limiter,
     health_checks: Vec<Arc<dyn HealthCheck>>,
     metrics: Option<SharedExporter>,
+}
+
+/// The stores the service runs on. `changes` must change the pets of `pets`, `orders` keep
+/// its orders beside them (placing an order changes its pet's status, and an open order
+/// holds its pet against changes), `idempotency` its records beside both (a record commits
+/// with the pet or order it records), `events` the events the other stores write with their
+/// changes, and `webhooks` and `deliveries` the endpoints those events are queued for.
+pub struct Ports {
+    /// The pets.
+    pub pets: Arc<dyn PetRepository>,
+    /// Their changes.
+    pub changes: Arc<dyn PetChanges>,
+    /// The orders.
+    pub orders: Arc<dyn OrderRepository>,
+    /// The idempotency records.
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    /// The events.
+    pub events: Arc<dyn EventLog>,
+    /// The webhook endpoints.
+    pub webhooks: Arc<dyn WebhookEndpoints>,
+    /// Their deliveries.
+    pub deliveries: Arc<dyn WebhookDeliveries>,
+    /// The API keys.
+    pub keys: Arc<dyn ApiKeyStore>,
 }
 
 /// Which rate limiter the service counts with.
@@ -56,26 +80,13 @@ impl Wiring {
     /// The most subjects the in-process limiters keep, unless told otherwise.
     pub const DEFAULT_LIMITER_CAPACITY: u64 = 2_000_000;
 
-    /// The service over these stores, with the defaults above. `changes` must change the
-    /// pets of `pets`, `orders` keep its orders beside them (placing an order changes its
-    /// pet's status, and an open order holds its pet against changes), `idempotency` its
-    /// records beside both (a record commits with the pet or order it records), and
-    /// `events` the events the other stores write with their changes.
-    pub fn new(
-        pets: Arc<dyn PetRepository>,
-        changes: Arc<dyn PetChanges>,
-        orders: Arc<dyn OrderRepository>,
-        idempotency: Arc<dyn IdempotencyStore>,
-        events: Arc<dyn EventLog>,
-        keys: Arc<dyn ApiKeyStore>,
-    ) -> Self {
+    /// The service over `stores`, with the defaults above: webhook addresses resolved by
+    /// the system's resolver, private addresses refused.
+    pub fn new(stores: Ports) -> Self {
         Self {
-            pets,
-            changes,
-            orders,
-            idempotency,
-            events,
-            keys,
+            stores,
+            address_check: Arc::new(DnsAddressCheck),
+            webhooks_allow_private: false,
             clock: Arc::new(SystemClock),
             event_retention: EVENT_RETENTION,
             policy: RateLimitPolicy::default(),
@@ -108,6 +119,21 @@ impl Wiring {
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Whether webhook endpoints may be `http` and at any address, private ones included
+    /// (tests and local development).
+    #[must_use]
+    pub fn webhooks_allow_private(mut self, allow: bool) -> Self {
+        self.webhooks_allow_private = allow;
+        self
+    }
+
+    /// What resolves and checks webhook addresses at registration.
+    #[must_use]
+    pub fn address_check(mut self, check: Arc<dyn AddressCheck>) -> Self {
+        self.address_check = check;
         self
     }
 
@@ -158,12 +184,9 @@ impl Wiring {
     /// production.
     pub fn state(self) -> AppState {
         let Self {
-            pets,
-            changes,
-            orders,
-            idempotency,
-            events,
-            keys,
+            stores: Ports { pets, changes, orders, idempotency, events, webhooks, deliveries, keys },
+            address_check,
+            webhooks_allow_private,
             clock,
             event_retention,
             policy,
@@ -189,6 +212,13 @@ impl Wiring {
             orders: OrderService::new(orders, clock.clone()),
             idempotency: IdempotencyService::new(idempotency, clock.clone()),
             events: EventService::new(events, clock.clone(), event_retention),
+            webhooks: WebhookService::new(
+                webhooks,
+                deliveries,
+                address_check,
+                clock.clone(),
+                webhooks_allow_private,
+            ),
             keys: KeyService::new(keys, clock.clone(), environment),
             limiter,
             clock,

@@ -20,6 +20,9 @@
 //!   use cases.
 //! - [`rate_limit`]: rate-limit windows and the decision to admit a request, as pure functions,
 //!   and the [`RateLimiter`] port.
+//! - [`webhook`]: webhook endpoints, their addresses and secrets; [`webhooks`]: the
+//!   endpoints' use cases, and the deliverer.
+//! - [`delivery`]: deliveries of events to endpoints, their attempts and their schedule.
 //! - [`ports`]: the traits adapters implement (storage, clock).
 //! - [`service`]: the pet use cases the HTTP layer calls; [`keys`]: the key use cases of
 //!   the HTTP layer and the command line.
@@ -29,6 +32,7 @@
 
 pub mod api_key;
 pub mod changes;
+pub mod delivery;
 pub mod event;
 pub mod events;
 pub mod excerpt;
@@ -46,12 +50,17 @@ pub mod rate_limit;
 pub mod repository_error;
 pub mod scope;
 pub mod service;
+pub mod webhook;
+pub mod webhooks;
 
 pub use api_key::{
     ApiKey, ApiKeySecret, Environment, EnvironmentError, KeyDigest, KeyId, KeyIdError, KeyName,
     KeyNameError, PresentedKey,
 };
 pub use changes::{ChangePetError, Inventory, PetChange, PetPatch, Precondition};
+pub use delivery::{
+    Attempt, AttemptId, Attempted, Backlog, DeliveryId, Due, Outcome, RETRY_WAITS, Schedule,
+};
 pub use event::{Event, EventId, EventObject, EventType, EventTypeError, NewEvent};
 pub use events::{EVENT_RETENTION, EventListing, EventPage, EventService, GetEventError};
 pub use excerpt::{EXCERPT_CHARS, excerpt};
@@ -74,8 +83,8 @@ pub use pet::{
 };
 pub use plan::{Plan, PlanError, Quota};
 pub use ports::{
-    ApiKeyStore, Clock, EventLog, HealthCheck, IdempotencyStore, OrderRepository, PetChanges,
-    PetRepository, Rotation,
+    AddressCheck, ApiKeyStore, Clock, EventLog, HealthCheck, IdempotencyStore, OrderRepository,
+    PetChanges, PetRepository, Rotation, WebhookDeliveries, WebhookEndpoints, WebhookSender,
 };
 pub use rate_limit::{
     Decision, GiveBack, INQUIRY_QUOTA, LimiterStore, RateLimitPolicy, RateLimitState, RateLimiter,
@@ -84,3 +93,12 @@ pub use rate_limit::{
 pub use repository_error::{BoxError, RepositoryError};
 pub use scope::{Scope, ScopeError};
 pub use service::{GetPetError, PetListing, PetPage, PetService};
+pub use webhook::{
+    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, EndpointStatus, EndpointStatusError,
+    EventSelection, EventSelectionError, MAX_ENDPOINTS, NewEndpoint, WebhookSecret, WebhookUrl,
+    WebhookUrlError, is_refused_address,
+};
+pub use webhooks::{
+    AttemptListing, AttemptPage, Deliverer, EndpointChange, RenderEvent, WebhookError,
+    WebhookService,
+};

@@ -9,6 +9,8 @@
 //! - [`rate_limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
 //! - [`clock`]: the system clock, and a clock a file sets (`--clock-file`).
 //! - [`redact`]: passwords out of every URL in a message.
+//! - [`webhook_client`]: webhook addresses checked on the network, and deliveries posted,
+//!   signed, over HTTP(S).
 //! - [`faults`]: wrappers that make any store fail or lag on purpose, for the tests of
 //!   client teams (`memory://?fail-every=10`) and of adapters.
 //!
@@ -33,6 +35,7 @@ pub mod redis_limiter;
 pub mod sql;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod webhook_client;
 
 pub use cache::CachedApiKeyStore;
 pub use clock::{ClockFileError, FileClock, SystemClock};
@@ -48,3 +51,4 @@ pub use sql::{
 };
 #[cfg(feature = "testing")]
 pub use testing::ManualClock;
+pub use webhook_client::{DnsAddressCheck, HttpSender};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use animal_store_domain::{ApiKeyStore, EventLog, PetRepository};
 use animal_store_infra::conformance::faults::Stores;
 use animal_store_infra::conformance::{
-    EventStores, IdempotencyStores, OrderStores, PetChangeStores,
+    EventStores, IdempotencyStores, OrderStores, PetChangeStores, WebhookStores,
 };
 use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
@@ -267,6 +267,53 @@ async fn postgres_events() {
         orders: &orders,
         idempotency: &idempotency,
         events: &events,
+    })
+    .await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn memory_webhooks() {
+    let pets = Arc::new(MemoryPetRepository::new());
+    let orders = MemoryOrderRepository::new(Arc::clone(&pets));
+    conformance::webhooks(&WebhookStores {
+        pets: &*pets,
+        orders: &orders,
+        events: &*pets,
+        endpoints: &*pets,
+        deliveries: &*pets,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_webhooks() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let (pets, orders, events, hooks) = (db.pets(), db.orders(), db.events(), db.webhooks());
+    conformance::webhooks(&WebhookStores {
+        pets: &pets,
+        orders: &orders,
+        events: &events,
+        endpoints: &hooks,
+        deliveries: &hooks,
+    })
+    .await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_webhooks() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    let (pets, orders, events, hooks) = (db.pets(), db.orders(), db.events(), db.webhooks());
+    conformance::webhooks(&WebhookStores {
+        pets: &pets,
+        orders: &orders,
+        events: &events,
+        endpoints: &hooks,
+        deliveries: &hooks,
     })
     .await;
     db.close().await;

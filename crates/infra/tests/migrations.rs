@@ -33,7 +33,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m20261123_000006_drop_idempotency_created_at_index",
             "m20261126_000007_pet_changes",
             "m20261126_000008_key_scopes",
-            "m20261126_000009_events"
+            "m20261126_000009_events",
+            "m20261126_000010_webhooks"
         ]
     );
 }
@@ -411,5 +412,60 @@ async fn events_join_a_database_with_orders_on_sqlite() {
 async fn events_join_a_database_with_orders_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         events_join_a_database_with_orders(&url).await;
+    }
+}
+
+/// `m20261126_000010_webhooks` on a database with events: endpoints can be registered, and
+/// the events made afterwards, not those before, are queued for them.
+async fn webhooks_join_a_database_with_events(url: &str) {
+    let seed = ["INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 2, 'available')"];
+    let db = upgraded(url, 9, &seed).await;
+    let before = animal_store_domain::NewPet {
+        name: animal_store_domain::PetName::new("Before").expect("a name"),
+        category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+        status: PetStatus::Available,
+    };
+    db.pets().create(before.clone()).await.expect("a pet before the endpoint");
+    let owner = KeyId::new("oldkey000001").expect("a key id");
+    let endpoint = animal_store_domain::NewEndpoint {
+        owner,
+        url: animal_store_domain::WebhookUrl::parse("https://hooks.example.com/", false)
+            .expect("an address"),
+        events: animal_store_domain::EventSelection::EVERY,
+        secret: animal_store_domain::WebhookSecret::generate(),
+        at: chrono::Utc::now(),
+    };
+    let hooks = db.webhooks();
+    animal_store_domain::WebhookEndpoints::create(&hooks, endpoint).await.expect("register");
+    let after = animal_store_domain::NewPet {
+        name: animal_store_domain::PetName::new("After").expect("a name"),
+        ..before
+    };
+    let added = db.pets().create(after).await.expect("a pet after the endpoint");
+    let later = chrono::DateTime::from_timestamp(4_000_000_000, 0).expect("an instant");
+    let due = animal_store_domain::WebhookDeliveries::claim(
+        &hooks,
+        later,
+        std::time::Duration::from_secs(60),
+        10,
+        10,
+        &[],
+    )
+    .await
+    .expect("claim");
+    let objects: Vec<EventObject> = due.into_iter().map(|d| d.event.object).collect();
+    assert_eq!(objects, [EventObject::Pet(added)], "only what came after the endpoint");
+    db.close().await;
+}
+
+#[tokio::test]
+async fn webhooks_join_a_database_with_events_on_sqlite() {
+    webhooks_join_a_database_with_events(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn webhooks_join_a_database_with_events_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        webhooks_join_a_database_with_events(&url).await;
     }
 }

@@ -2,7 +2,7 @@
 //! "Budgets"): each row is marked with the budgets it misses, and a run that misses any fails.
 
 use super::Row;
-use super::scenarios::{INVENTORY, KEYED_CREATE};
+use super::scenarios::{INVENTORY, KEYED_CREATE, WITH_ENDPOINT};
 
 /// The page kinds: the first page, a filtered page and a deep page.
 const PAGES: [&str; 3] = ["first page", "filtered page", "deep page"];
@@ -35,6 +35,14 @@ pub fn judge(rows: &mut [Row]) {
             (_, KEYED_CREATE) => {
                 if let Some(paired) = row.paired {
                     at_least(0.85, "keyed over createPet", paired.plain);
+                }
+            }
+            (_, WITH_ENDPOINT) => {
+                if let Some(paired) = row.paired {
+                    at_least(0.85, "with one endpoint over none", paired.plain);
+                }
+                if let Some(rate) = row.delivered {
+                    at_least(1000.0, "deliveries a second", rate);
                 }
             }
             _ => {}

@@ -22,6 +22,7 @@
 
 mod budgets;
 pub mod cluster;
+mod receiver;
 mod report;
 mod scenarios;
 mod wrk;
@@ -67,9 +68,12 @@ pub struct Row {
     pub two_threads: f64,
     /// The budgets the row misses (`budgets.rs`).
     pub missed: Vec<String>,
-    /// Keyed createPet only: the medians of its rounds' ratios to the adds run beside it on
-    /// the same server.
+    /// Keyed createPet, and createPet with one endpoint: the medians of its rounds' ratios to
+    /// the adds run beside it on the same server (without a key; with no endpoint enabled).
     pub paired: Option<Paired>,
+    /// createPet with one endpoint only: the deliveries a second its server then made to the
+    /// local receiver, with no request beside them.
+    pub delivered: Option<f64>,
     pub rss_mib: f64,
 }
 
@@ -190,6 +194,8 @@ fn load(bins: &Bins, dir: &Path, (seconds, rounds): (u32, u32)) -> Result<Vec<Ro
         backends.push(("PostgreSQL", Box::new(move |pets| format!("{server}/load_{pets}"))));
     }
     backends.retain(|(backend, _)| is_chosen("LOAD_BACKENDS", backend));
+    // Where each server's one webhook endpoint posts: on this machine, answering at once.
+    let receiver = receiver::Receiver::start()?;
     let mut rows = Vec::new();
     for (backend, url) in &backends {
         rows.extend(scenarios::configuration(
@@ -198,7 +204,7 @@ fn load(bins: &Bins, dir: &Path, (seconds, rounds): (u32, u32)) -> Result<Vec<Ro
             backend,
             url,
             &sizes,
-            &ceiling,
+            (&ceiling, &receiver),
             (seconds, rounds),
         )?);
     }
@@ -220,15 +226,18 @@ struct Instance {
     service: Target,
     scripts: wrk::Scripts,
     server: Process,
+    /// The address of its one webhook endpoint, disabled but for createPet with one
+    /// endpoint.
+    endpoint: String,
 }
 
-/// Seeds a database of `pets` pets, issues a key whose quota cannot bind and starts a
-/// server on it.
+/// Seeds a database of `pets` pets, issues a key whose quota cannot bind, starts a server
+/// on it, and registers one webhook endpoint at `receiver`, disabled.
 fn start_instance(
     bins: &Bins,
     dir: &Path,
     backend: &str,
-    database: &str,
+    (database, receiver): (&str, &str),
     pets: u64,
 ) -> Result<Instance> {
     cmd::header(&format!("{backend}, {pets} pets: seeding"));
@@ -251,17 +260,70 @@ fn start_instance(
     let ready = own.join("ready.json");
     let server = Process(
         Command::new(&bins.server)
-            .args(["--database-url", database, "serve", "--bind", "127.0.0.1:0", "--ready-file"])
+            .args(["--database-url", database, "serve", "--bind", "127.0.0.1:0"])
+            .arg("--webhooks-allow-private")
+            .arg("--ready-file")
             .arg(&ready)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .context("could not start the server")?,
     );
-    let service =
-        Target { base: wait_until_ready(&ready)?, auth: format!("Authorization: Bearer {key}") };
-    let scripts = wrk::Scripts::write(&own, pets, &key)?;
-    Ok(Instance { pets, service, scripts, server })
+    let base = wait_until_ready(&ready)?;
+    let registered = call(&base, &key, reqwest::Method::POST, "/v1/webhook_endpoints", receiver)?;
+    let endpoint = format!("/v1/webhook_endpoints/{}", registered["id"]);
+    let service = Target { base, auth: format!("Authorization: Bearer {key}") };
+    let instance = Instance {
+        pets,
+        scripts: wrk::Scripts::write(&own, pets, &key)?,
+        service,
+        server,
+        endpoint,
+    };
+    instance.endpoint_enabled(false)?;
+    Ok(instance)
+}
+
+impl Instance {
+    /// Enables or disables the instance's webhook endpoint.
+    fn endpoint_enabled(&self, enabled: bool) -> Result<()> {
+        let key = self.service.auth.trim_start_matches("Authorization: Bearer ");
+        let status = if enabled { "enabled" } else { "disabled" };
+        let base = &self.service.base;
+        call(base, key, reqwest::Method::PATCH, &self.endpoint, status).map(drop)
+    }
+}
+
+/// One request to the API at `base`: a POST registers an endpoint at `value`, a PATCH sets
+/// the status `value`. Returns the body.
+fn call(
+    base: &str,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    value: &str,
+) -> Result<serde_json::Value> {
+    let body = if method == reqwest::Method::POST {
+        serde_json::json!({"url": value, "events": ["pet.created"]})
+    } else {
+        serde_json::json!({"status": value})
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .request(method, format!("{base}{path}"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+            .await
+            .with_context(|| format!("calling {path}"))?;
+        let status = response.status();
+        let answer: serde_json::Value = response.json().await.unwrap_or_default();
+        if !status.is_success() {
+            bail!("{path} answered {status}: {answer}");
+        }
+        Ok(answer)
+    })
 }
 
 /// The resident memory of process `pid`, in MiB.

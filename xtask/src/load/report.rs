@@ -93,6 +93,22 @@ fn table(rows: &[Row]) -> String {
             keyed.backend, keyed.pets, paired.rounds, paired.plain, paired.built,
         );
     }
+    // What one webhook endpoint costs the adds, and how fast its deliveries go.
+    let with_endpoint = super::scenarios::WITH_ENDPOINT;
+    if rows.iter().any(|r| r.scenario == with_endpoint) {
+        let _ = writeln!(
+            table,
+            "\ncreatePet with one webhook endpoint enabled (its deliveries made meanwhile by the same server, to a receiver on the same machine) over createPet with none enabled, run beside it on the same server in every round, before it in one round and after it in the next (the median of the rounds' ratios); then the deliveries a second the server made with no request beside them:\n"
+        );
+    }
+    for row in rows.iter().filter(|r| r.scenario == with_endpoint) {
+        let (Some(paired), Some(delivered)) = (row.paired, row.delivered) else { continue };
+        let _ = writeln!(
+            table,
+            "- {}, {} pets, {} rounds: {:.2}; {delivered:.0} deliveries a second",
+            row.backend, row.pets, paired.rounds, paired.plain,
+        );
+    }
     // What compressing a list costs: the gzipped page over the same page unencoded.
     over_the_rows_beside(
         &mut table,

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::receiver::Receiver;
 use super::wrk::Threads;
 use super::{Bins, DatabaseUrl, Instance, Paired, Row, Target};
 use super::{is_chosen, resident_mib, start_instance, wrk};
@@ -26,7 +27,12 @@ pub(super) const GZIPPED_PAGE: &str = "page of 100 gzipped";
 pub(super) const UPDATE_PET: &str = "updatePet";
 /// The count of each status, whose cost must not grow with the table.
 pub(super) const INVENTORY: &str = "getInventory";
-const SCENARIOS: [&str; 11] = [
+/// Durable adds while one webhook endpoint is enabled, its deliveries made beside them by
+/// the same server: each round also runs createPet with the endpoint disabled, before it in
+/// one round and after it in the next. Then the deliveries a second the server makes with
+/// no request beside them.
+pub(super) const WITH_ENDPOINT: &str = "createPet with one endpoint";
+const SCENARIOS: [&str; 12] = [
     "first page",
     "filtered page",
     "deep page",
@@ -37,6 +43,7 @@ const SCENARIOS: [&str; 11] = [
     "90/10 mix",
     "createPet",
     KEYED_CREATE,
+    WITH_ENDPOINT,
     UPDATE_PET,
 ];
 
@@ -75,12 +82,12 @@ pub(super) fn configuration(
     backend: &'static str,
     url: &DatabaseUrl<'_>,
     sizes: &[u64],
-    ceiling: &Target,
+    (ceiling, receiver): (&Target, &Receiver),
     (seconds, rounds): (u32, u32),
 ) -> Result<Vec<Row>> {
     let instances = sizes
         .iter()
-        .map(|&pets| start_instance(bins, dir, backend, &url(pets), pets))
+        .map(|&pets| start_instance(bins, dir, backend, (&url(pets), &receiver.url), pets))
         .collect::<Result<Vec<_>>>()?;
     let warm = seconds.min(3);
     wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, warm)?;
@@ -115,6 +122,9 @@ pub(super) fn configuration(
                 let (figures, beside) = if name == KEYED_CREATE {
                     let (figures, plain, built) = keyed_round(round, &run)?;
                     (figures, Some((plain, built)))
+                } else if name == WITH_ENDPOINT {
+                    let (with, without) = endpoint_round(round, instance, &run)?;
+                    (with, Some((without, without)))
                 } else {
                     (run(name)?, None)
                 };
@@ -129,16 +139,11 @@ pub(super) fn configuration(
                 runs.push((figures, ratio, paired));
             }
         }
-        // One more round with wrk on two threads, for the figure beside the budgets'.
-        let top = wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
-        let mut two_threads = Vec::new();
-        for instance in &instances {
-            let (path, script) = scenario(name, instance);
-            let url = format!("{}{path}", instance.service.base);
-            let figures = wrk::measure(&url, &instance.service.auth, script, seconds)?;
-            two_threads.push(figures.requests_per_second / top.requests_per_second);
-        }
-        for ((instance, runs), two_threads) in instances.iter().zip(&runs).zip(two_threads) {
+        let (two_threads, delivered): (Vec<f64>, Vec<Option<f64>>) =
+            two_threads_round(name, &instances, (ceiling, receiver), seconds)?.into_iter().unzip();
+        for (((instance, runs), two_threads), delivered) in
+            instances.iter().zip(&runs).zip(two_threads).zip(delivered)
+        {
             let ratios: Vec<f64> = runs.iter().map(|(_, ratio, _)| *ratio).collect();
             let spread = (
                 ratios.iter().copied().fold(f64::INFINITY, f64::min),
@@ -173,6 +178,7 @@ pub(super) fn configuration(
                 two_threads,
                 missed: Vec::new(),
                 paired,
+                delivered,
                 rss_mib,
             });
         }
@@ -211,6 +217,83 @@ fn keyed_round(
         let built = run(BUILT_CREATE)?;
         Ok((keyed, run("createPet")?, built))
     }
+}
+
+/// One more round of `name` with wrk on two threads, for the figure beside the budgets':
+/// each instance's ratio to the ceiling; for createPet with one endpoint, then the
+/// deliveries a second its server makes with no request beside them.
+fn two_threads_round(
+    name: &str,
+    instances: &[Instance],
+    (ceiling, receiver): (&Target, &Receiver),
+    seconds: u32,
+) -> Result<Vec<(f64, Option<f64>)>> {
+    let top = wrk::measure(&format!("{}{LIST}", ceiling.base), &ceiling.auth, None, seconds)?;
+    let mut figures = Vec::new();
+    for instance in instances {
+        let (path, script) = scenario(name, instance);
+        let url = format!("{}{path}", instance.service.base);
+        if name == WITH_ENDPOINT {
+            instance.endpoint_enabled(true)?;
+        }
+        let run = wrk::measure(&url, &instance.service.auth, script, seconds)?;
+        let delivered = if name == WITH_ENDPOINT {
+            let rate = deliveries_per_second(receiver, seconds);
+            instance.endpoint_enabled(false)?;
+            Some(rate)
+        } else {
+            None
+        };
+        figures.push((run.requests_per_second / top.requests_per_second, delivered));
+    }
+    Ok(figures)
+}
+
+/// One round of createPet with one endpoint with `run`: the adds with the instance's
+/// endpoint disabled and enabled, in one order then the other every other round; returns
+/// (enabled, disabled). The endpoint is disabled afterwards, and the deliveries it leaves
+/// waiting stay so until the next enabled run.
+fn endpoint_round(
+    round: u32,
+    instance: &Instance,
+    run: &impl Fn(&str) -> Result<wrk::Figures>,
+) -> Result<(wrk::Figures, wrk::Figures)> {
+    let measure = |enabled: bool| {
+        instance.endpoint_enabled(enabled)?;
+        run("createPet")
+    };
+    let measured = if round.is_multiple_of(2) {
+        let without = measure(false)?;
+        (measure(true)?, without)
+    } else {
+        let with = measure(true)?;
+        (with, measure(false)?)
+    };
+    instance.endpoint_enabled(false)?;
+    Ok(measured)
+}
+
+/// The deliveries a second `receiver` gets over `seconds` (or until they stop coming, for
+/// half a second), with the endpoint enabled and no request beside them: the adds of the
+/// enabled runs before left tens of thousands waiting.
+fn deliveries_per_second(receiver: &Receiver, seconds: u32) -> f64 {
+    let start = std::time::Instant::now();
+    let first = receiver.received();
+    let (mut last, mut last_at) = (first, start);
+    while start.elapsed() < std::time::Duration::from_secs(seconds.into()) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let now = receiver.received();
+        if now != last {
+            (last, last_at) = (now, std::time::Instant::now());
+        } else if last_at.elapsed() > std::time::Duration::from_millis(500) {
+            break;
+        }
+    }
+    let elapsed = last_at.duration_since(start).as_secs_f64().max(0.001);
+    #[expect(clippy::cast_precision_loss, reason = "a count of deliveries")]
+    let rate = (last - first) as f64 / elapsed;
+    println!("deliveries to the local receiver: {rate:.0} a second");
+    rate
 }
 
 /// The median of `values` (the mean of the middle two when there are evenly many).

@@ -28,3 +28,4 @@ pub mod orders;
 pub mod params;
 pub mod pets;
 pub mod time;
+pub mod webhooks;

@@ -54,6 +54,28 @@ fn schema_examples() -> Map<String, Value> {
         ("EventObject", pet.clone()),
         ("Events", json!([{"id": 41, "type": "pet.created", "createdAt": "2026-11-23T17:35:58Z", "data": {"object": pet.clone()}}])),
         ("EventType", json!("pet.created")),
+        (
+            "NewWebhookEndpoint",
+            json!({"url": "https://hooks.example.com/animal-store", "events": ["pet.created", "order.placed"]}),
+        ),
+        (
+            "NewWebhookEndpointCreated",
+            json!({"id": 3, "url": "https://hooks.example.com/animal-store", "events": ["pet.created", "order.placed"], "status": "enabled", "createdAt": "2026-11-23T17:36:06Z", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}),
+        ),
+        (
+            "WebhookEndpoint",
+            json!({"id": 3, "url": "https://hooks.example.com/animal-store", "events": ["pet.created", "order.placed"], "status": "enabled", "createdAt": "2026-11-23T17:36:06Z"}),
+        ),
+        (
+            "WebhookEndpointUpdate",
+            json!({"url": "https://hooks.example.com/v2", "events": ["*"], "status": "disabled"}),
+        ),
+        ("WebhookEndpointStatus", json!("enabled")),
+        (
+            "WebhookDelivery",
+            json!({"id": 17, "eventId": 42, "attempt": 2, "attemptedAt": "2026-11-23T17:36:11Z", "outcome": "http_error", "statusCode": 503, "nextAttemptAt": "2026-11-23T17:41:11Z"}),
+        ),
+        ("WebhookDeliveryOutcome", json!("delivered")),
         ("Error", error),
         ("ErrorCode", json!("not_found")),
         ("PlanName", json!("free")),
@@ -92,6 +114,26 @@ fn error_example(operation: &str, status: u16) -> Value {
             (ErrorCode::InvalidRequest, "eventId must be an int64 integer, got \"abc\"")
         }
         (404, "getEvent") => (ErrorCode::NotFound, "no event has id 99"),
+        (400, "createWebhookEndpoint" | "updateWebhookEndpoint") => (
+            ErrorCode::ValidationFailed,
+            "events: \"pet.born\" is not an event type: use pet.created, pet.updated, \
+             pet.deleted, order.placed, order.updated or \"*\"",
+        ),
+        (400, "getWebhookEndpoint" | "deleteWebhookEndpoint" | "listWebhookDeliveries") => {
+            (ErrorCode::InvalidRequest, "endpointId must be an int64 integer, got \"abc\"")
+        }
+        (
+            404,
+            "getWebhookEndpoint"
+            | "updateWebhookEndpoint"
+            | "deleteWebhookEndpoint"
+            | "listWebhookDeliveries",
+        ) => (ErrorCode::NotFound, "no webhook endpoint has id 99"),
+        (422, "createWebhookEndpoint" | "updateWebhookEndpoint") => (
+            ErrorCode::ValidationFailed,
+            "url: 169.254.169.254 is a loopback, private, link-local, shared or reserved \
+             address, which the service does not call",
+        ),
         (400, "getOrder") => {
             (ErrorCode::InvalidRequest, "orderId must be an int64 integer, got \"abc\"")
         }

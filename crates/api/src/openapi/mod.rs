@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::deprecation::Deprecation;
 use crate::etag::IF_NONE_MATCH;
 use crate::idempotency::IDEMPOTENCY_KEY;
-use crate::operations::{AccountApi, EventsApi, Operations, OrdersApi, PetsApi};
+use crate::operations::{AccountApi, EventsApi, Operations, OrdersApi, PetsApi, WebhooksApi};
 use crate::routes::declares_header;
 use crate::stability::Stability;
 use crate::state::ApiConfig;
@@ -31,11 +31,11 @@ pub const API_VERSION: &str = "1.0.0";
 
 /// The poem-openapi service: the operations and their generated description.
 pub fn service(config: &ApiConfig) -> OpenApiService<Operations, ()> {
-    OpenApiService::new((PetsApi, OrdersApi, EventsApi, AccountApi), "Animal Store API", API_VERSION)
+    OpenApiService::new((PetsApi, OrdersApi, EventsApi, WebhooksApi, AccountApi), "Animal Store API", API_VERSION)
         .description(
             "Keep the catalogue of animals of a pet store: list them, add them, get one by id, \
              change and remove them, count them by status; reserve them with orders; read what \
-             changed as events. Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
+             changed as events, or have it posted to your webhook endpoints. Every operation needs an API key sent as `Authorization: Bearer <API_KEY>`. Every \
              error answers with the `Error` body. The version is part of the path: every \
              address ends in `/v1`.",
         )

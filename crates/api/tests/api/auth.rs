@@ -176,6 +176,7 @@ async fn an_unreachable_key_store_is_503() {
         ),
         idempotency: crate::helpers::unused_idempotency(clock.clone()),
         events: crate::helpers::unused_events(clock.clone()),
+        webhooks: crate::helpers::unused_webhooks(clock.clone()),
         keys,
         limiter: Arc::new(MemoryRateLimiter::new(
             RateLimitPolicy::default(),

@@ -79,6 +79,7 @@ impl Harness {
             ),
             idempotency: unused_idempotency(Arc::new(clock.clone())),
             events: unused_events(Arc::new(clock.clone())),
+            webhooks: unused_webhooks(Arc::new(clock.clone())),
             keys: keys.clone(),
             clock: Arc::new(clock.clone()),
             limiter: Arc::new(MemoryRateLimiter::new(
@@ -174,5 +175,19 @@ pub fn unused_events(
         Arc::new(MemoryPetRepository::new()),
         clock,
         animal_store_domain::EVENT_RETENTION,
+    )
+}
+
+/// Webhooks no test of this crate registers: its own memory store's.
+pub fn unused_webhooks(
+    clock: Arc<dyn animal_store_domain::Clock>,
+) -> animal_store_domain::WebhookService {
+    let store = Arc::new(MemoryPetRepository::new());
+    animal_store_domain::WebhookService::new(
+        store.clone(),
+        store,
+        Arc::new(animal_store_infra::DnsAddressCheck),
+        clock,
+        false,
     )
 }

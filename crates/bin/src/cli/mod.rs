@@ -215,6 +215,16 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_EVENT_RETENTION", default_value = "30d", value_parser = parse_duration)]
     pub event_retention: Duration,
 
+    /// Let webhook endpoints be `http` and at any address, loopback and private ones
+    /// included: for tests and local development only, never in production (logged at
+    /// start).
+    #[arg(long, env = "ANIMAL_STORE_WEBHOOKS_ALLOW_PRIVATE")]
+    pub webhooks_allow_private: bool,
+
+    /// What one second of the webhook retry schedule lasts (`1s`): tests shorten it.
+    #[arg(long, env = "ANIMAL_STORE_WEBHOOK_RETRY_UNIT", default_value = "1s", value_parser = parse_duration, hide = true)]
+    pub webhook_retry_unit: Duration,
+
     /// Read the time from this file (whole Unix seconds, read at every request) instead of
     /// the system clock, for tests that must cross a minute, a day or a sunset without
     /// waiting. With memory:// only.

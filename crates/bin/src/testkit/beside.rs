@@ -8,6 +8,10 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
+    Attempt, AttemptId, Attempted, Backlog, CreateEndpointError, Due, Endpoint, EndpointId,
+    EndpointPatch, NewEndpoint, WebhookDeliveries, WebhookEndpoints,
+};
+use animal_store_domain::{
     ChangePetError, Event, EventId, EventLog, EventType, IdempotencyRecord, IdempotencyStore,
     IdempotentWrite, Inventory, KeyId, KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository,
     OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository, PlaceOrderError, Precondition,
@@ -33,7 +37,7 @@ fn refused() -> RepositoryError {
 /// The events beside a pet adapter given alone.
 #[derive(Debug, Error)]
 #[error(
-    "TestKit: listEvents and getEvent need `with_events` beside `with_pets`: the events are written by the stores of the changes, and read through the `EventLog` port, which a `PetRepository` alone does not have"
+    "TestKit: listEvents, getEvent and the webhook operations need `with_events` and `with_webhooks` beside `with_pets`: the events are written by the stores of the changes, and read through the `EventLog` port, which a `PetRepository` alone does not have"
 )]
 pub struct EventsNeedTheirStore;
 
@@ -62,6 +66,82 @@ impl EventLog for NoEvents {
     }
 
     async fn sweep(&self, _before: DateTime<Utc>, _batch: usize) -> Result<usize, RepositoryError> {
+        Err(no_events())
+    }
+}
+
+/// The webhooks beside a pet adapter given alone: every call refused with
+/// [`EventsNeedTheirStore`], since deliveries are queued with the events.
+pub struct NoWebhooks;
+
+#[async_trait]
+impl WebhookEndpoints for NoWebhooks {
+    async fn create(&self, _endpoint: NewEndpoint) -> Result<Endpoint, CreateEndpointError> {
+        Err(no_events().into())
+    }
+
+    async fn list(&self, _owner: &KeyId) -> Result<Vec<Endpoint>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn get(
+        &self,
+        _owner: &KeyId,
+        _id: EndpointId,
+    ) -> Result<Option<Endpoint>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn update(
+        &self,
+        _owner: &KeyId,
+        _id: EndpointId,
+        _patch: EndpointPatch,
+    ) -> Result<Option<Endpoint>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn delete(&self, _owner: &KeyId, _id: EndpointId) -> Result<bool, RepositoryError> {
+        Err(no_events())
+    }
+}
+
+#[async_trait]
+impl WebhookDeliveries for NoWebhooks {
+    async fn claim(
+        &self,
+        _now: DateTime<Utc>,
+        _lease: std::time::Duration,
+        _count: usize,
+        _per_endpoint: usize,
+        _busy: &[EndpointId],
+    ) -> Result<Vec<Due>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn record(
+        &self,
+        _attempts: Vec<Attempted>,
+        _disable_after: std::time::Duration,
+    ) -> Result<(), RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn attempts(
+        &self,
+        _owner: &KeyId,
+        _endpoint: EndpointId,
+        _before: Option<AttemptId>,
+        _count: usize,
+    ) -> Result<Option<Vec<Attempt>>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn release_leases(&self) -> Result<u64, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn backlog(&self) -> Result<Backlog, RepositoryError> {
         Err(no_events())
     }
 }

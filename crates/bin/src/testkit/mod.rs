@@ -26,7 +26,7 @@ use animal_store_api::server::{Limits, Server};
 use animal_store_api::{AppState, app};
 use animal_store_domain::{
     ApiKeyStore, EventLog, IdempotencyStore, OrderRepository, PetChanges, PetRepository, Plan,
-    RateLimitPolicy, RateLimiter,
+    RateLimitPolicy, RateLimiter, WebhookDeliveries, WebhookEndpoints,
 };
 use animal_store_infra::{
     ManualClock, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
@@ -38,10 +38,10 @@ use poem::test::TestClient;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::wiring::Wiring;
+use crate::wiring::{Ports, Wiring};
 
 pub use beside::{
-    ChangesNeedTheirStore, EventsNeedTheirStore, NoChanges, NoEvents, NoOrders,
+    ChangesNeedTheirStore, EventsNeedTheirStore, NoChanges, NoEvents, NoOrders, NoWebhooks,
     OrdersNeedTheirStores, RecordsBeside,
 };
 
@@ -55,6 +55,8 @@ pub struct TestKit {
     orders: Arc<dyn OrderRepository>,
     idempotency: Arc<dyn IdempotencyStore>,
     events: Arc<dyn EventLog>,
+    webhooks: Arc<dyn WebhookEndpoints>,
+    deliveries: Arc<dyn WebhookDeliveries>,
     /// Which of the stores beside the pets the test gave.
     given: Given,
     keys: Arc<dyn ApiKeyStore>,
@@ -75,6 +77,7 @@ struct Given {
     orders: bool,
     idempotency: bool,
     events: bool,
+    webhooks: bool,
 }
 
 impl Default for TestKit {
@@ -95,6 +98,8 @@ impl TestKit {
             orders,
             changes: pets.clone(),
             events: pets.clone(),
+            webhooks: pets.clone(),
+            deliveries: pets.clone(),
             pets,
             given: Given::default(),
             keys: Arc::new(MemoryApiKeyStore::new()),
@@ -156,6 +161,21 @@ impl TestKit {
         self
     }
 
+    /// The webhook endpoints and their deliveries, beside the events given to
+    /// [`TestKit::with_events`]. Given pets alone, the kit refuses the webhook operations (a
+    /// 500, [`EventsNeedTheirStore`] in the log).
+    #[must_use]
+    pub fn with_webhooks(
+        mut self,
+        webhooks: Arc<dyn WebhookEndpoints>,
+        deliveries: Arc<dyn WebhookDeliveries>,
+    ) -> Self {
+        self.webhooks = webhooks;
+        self.deliveries = deliveries;
+        self.given.webhooks = true;
+        self
+    }
+
     /// API keys in `keys`.
     #[must_use]
     pub fn with_keys(mut self, keys: Arc<dyn ApiKeyStore>) -> Self {
@@ -190,6 +210,8 @@ impl TestKit {
             mut orders,
             mut idempotency,
             mut events,
+            mut webhooks,
+            mut deliveries,
             given,
             keys,
             limiter,
@@ -210,9 +232,12 @@ impl TestKit {
         if given.pets && !given.events {
             events = Arc::new(NoEvents);
         }
-        let mut wiring = Wiring::new(pets, changes, orders, idempotency, events, keys)
-            .clock(Arc::new(clock.clone()))
-            .policy(policy);
+        if given.pets && !given.webhooks {
+            (webhooks, deliveries) = (Arc::new(NoWebhooks), Arc::new(NoWebhooks));
+        }
+        let ports =
+            Ports { pets, changes, orders, idempotency, events, webhooks, deliveries, keys };
+        let mut wiring = Wiring::new(ports).clock(Arc::new(clock.clone())).policy(policy);
         if let Some(limiter) = limiter {
             wiring = wiring.rate_limiter_adapter(limiter);
         }

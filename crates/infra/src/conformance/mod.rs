@@ -12,11 +12,13 @@ pub mod faults;
 mod idempotency;
 mod orders;
 mod rotation;
+mod webhooks;
 
 pub use changes::{PetChangeStores, pet_changes};
 pub use events::{EventStores, events};
 pub use idempotency::{IdempotencyStores, idempotency_store};
 pub use orders::{OrderStores, order_repository};
+pub use webhooks::{WebhookStores, webhooks};
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};

@@ -4,6 +4,7 @@
 
 pub mod idempotency;
 mod pets;
+mod webhooks;
 
 pub use idempotency::MemoryIdempotencyStore;
 pub use pets::MemoryPetRepository;

@@ -14,6 +14,8 @@ use animal_store_domain::{
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::webhooks::Webhooks;
+
 /// Pets in a map ordered by id, and the events of their changes, timed by a clock.
 pub struct MemoryPetRepository {
     shelf: RwLock<Shelf>,
@@ -45,6 +47,8 @@ pub(super) struct Shelf {
     events: BTreeMap<EventId, Event>,
     /// The greatest event id ever given: a swept event's id is never given again.
     last_event: i64,
+    /// The webhook endpoints, and the events queued for them.
+    webhooks: Webhooks,
 }
 
 impl Shelf {
@@ -70,13 +74,25 @@ impl Shelf {
         Some(pet.clone())
     }
 
-    /// Records `events`, giving each the next id.
+    /// Records `events`, giving each the next id, and queues them for their endpoints.
     pub(super) fn record(&mut self, events: impl IntoIterator<Item = NewEvent>) {
         for event in events {
             self.last_event += 1;
             let id = EventId::new(self.last_event);
-            self.events.insert(id, event.with_id(id));
+            let event = event.with_id(id);
+            self.webhooks.queue(&event);
+            self.events.insert(id, event);
         }
+    }
+
+    /// The webhook endpoints and their deliveries.
+    pub(super) fn webhooks(&mut self) -> &mut Webhooks {
+        &mut self.webhooks
+    }
+
+    /// The events, and the webhook endpoints and their deliveries.
+    pub(super) fn events_and_webhooks(&mut self) -> (&BTreeMap<EventId, Event>, &mut Webhooks) {
+        (&self.events, &mut self.webhooks)
     }
 
     /// Records that the open order `order` holds the pet `id`.
@@ -254,6 +270,7 @@ impl EventLog for MemoryPetRepository {
         for id in &old {
             locked.events.remove(id);
         }
+        locked.webhooks.forget(&old, before);
         Ok(old.len())
     }
 }

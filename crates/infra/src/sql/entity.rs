@@ -198,6 +198,109 @@ pub mod event {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+/// The `webhook_endpoints` table: an owner's addresses for its events.
+pub mod webhook_endpoint {
+    use sea_orm::entity::prelude::*;
+
+    /// One endpoint.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "webhook_endpoints")]
+    pub struct Model {
+        /// Assigned by the database, growing.
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        /// The key id of the owner's line of rotations.
+        pub owner: String,
+        /// Where deliveries go.
+        pub url: String,
+        /// The event types it wants: `*`, or each type between commas (`,pet.created,`).
+        pub events: String,
+        /// `enabled` or `disabled`.
+        pub status: String,
+        /// `whsec_<base64>`.
+        pub secret: String,
+        /// When it was registered.
+        pub created_at: DateTimeUtc,
+        /// Since when every attempt to it has failed; `None` while it is answering.
+        pub failing_since: Option<DateTimeUtc>,
+    }
+
+    /// Endpoints relate to nothing here.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The `webhook_deliveries` table: an event queued for an endpoint, until it is delivered
+/// or given up (the attempts say which).
+pub mod webhook_delivery {
+    use sea_orm::entity::prelude::*;
+
+    /// One delivery.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "webhook_deliveries")]
+    pub struct Model {
+        /// Assigned by the database.
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        /// Where it goes.
+        pub endpoint_id: i64,
+        /// What it carries.
+        pub event_id: i64,
+        /// How many attempts were made.
+        pub attempts: i32,
+        /// When the next attempt is due.
+        pub next_attempt_at: Option<DateTimeUtc>,
+        /// Until when an instance holds it for an attempt.
+        pub leased_until: Option<DateTimeUtc>,
+        /// When it was queued: its event's time.
+        pub created_at: DateTimeUtc,
+    }
+
+    /// Deliveries relate to nothing here.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+/// The `webhook_attempts` table: what came of each attempt.
+pub mod webhook_attempt {
+    use sea_orm::entity::prelude::*;
+
+    /// One attempt.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "webhook_attempts")]
+    pub struct Model {
+        /// Assigned by the database, growing.
+        #[sea_orm(primary_key)]
+        pub id: i64,
+        /// The delivery it was made for.
+        pub delivery_id: i64,
+        /// Its endpoint.
+        pub endpoint_id: i64,
+        /// Its event.
+        pub event_id: i64,
+        /// Which attempt of the delivery: 1 for the first.
+        pub attempt: i32,
+        /// When it was made.
+        pub attempted_at: DateTimeUtc,
+        /// `delivered`, `http_error`, `timeout`, `connection_error` or `refused_address`.
+        pub outcome: String,
+        /// The endpoint's HTTP status, when it answered.
+        pub status_code: Option<i32>,
+        /// When the next attempt is due; `None` once delivered or given up.
+        pub next_attempt_at: Option<DateTimeUtc>,
+    }
+
+    /// Attempts relate to nothing here.
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 /// The `schema_window` table: which binaries may run on this database, written under the
 /// migration lock by the binary that migrated it last (see `window.rs`). Not a migration's:
 /// created beside `seaql_migrations`, so that binaries that predate it run as before.
@@ -259,5 +362,8 @@ mod tests {
         check::<super::schema_window::Entity>();
         check::<super::pet_count::Entity>();
         check::<super::event::Entity>();
+        check::<super::webhook_endpoint::Entity>();
+        check::<super::webhook_delivery::Entity>();
+        check::<super::webhook_attempt::Entity>();
     }
 }

@@ -28,7 +28,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, Set, Statement, Value,
+    DbErr, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set, Statement,
+    Value,
 };
 use serde::{Deserialize, Serialize};
 
@@ -110,7 +111,8 @@ impl Columns {
 }
 
 /// In `txn`, as its last statement before `COMMIT`: records `events`, in order, with ids
-/// greater than every event's before (see the module's documentation).
+/// greater than every event's before (see the module's documentation), and queues each for
+/// every enabled webhook endpoint that wants it and whose owner sees it.
 pub(super) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
     if events.is_empty() {
         return Ok(());
@@ -119,6 +121,7 @@ pub(super) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Re
     if txn.get_database_backend() == DbBackend::Postgres {
         return txn.execute_raw(postgres(columns)).await.map(drop);
     }
+    let count = i64::try_from(columns.len()).unwrap_or(i64::MAX);
     let rows = columns.into_iter().map(|c| event::ActiveModel {
         id: NotSet,
         event_type: Set(c.event_type.to_owned()),
@@ -126,11 +129,30 @@ pub(super) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Re
         created_at: Set(c.created_at),
         object: Set(c.object),
     });
-    event::Entity::insert_many(rows).exec_without_returning(txn).await.map(drop)
+    let done = txn.execute_raw(event::Entity::insert_many(rows).build(DbBackend::Sqlite)).await?;
+    // The rows of one statement get consecutive row ids, and no other write runs meanwhile.
+    let last = i64::try_from(done.last_insert_id())
+        .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?;
+    let queue = format!("{QUEUE} FROM events AS added {FOR_ENDPOINTS} AND added.id > ?");
+    let queue = Statement::from_sql_and_values(DbBackend::Sqlite, queue, [(last - count).into()]);
+    txn.execute_raw(queue).await.map(drop)
 }
 
+/// The deliveries of the events `added`, the start of a statement: `INSERT ... SELECT`.
+const QUEUE: &str = "INSERT INTO webhook_deliveries \
+     (endpoint_id, event_id, attempts, next_attempt_at, leased_until, created_at) \
+     SELECT endpoint.id, added.id, 0, added.created_at, NULL, added.created_at";
+
+/// The endpoints each of the events `added` goes to: enabled, whose owner sees it (every
+/// pet event, an order's events to its owner's), which want its type (`*`, or the type
+/// between commas).
+const FOR_ENDPOINTS: &str = "JOIN webhook_endpoints AS endpoint \
+     ON (added.owner IS NULL OR added.owner = endpoint.owner) \
+     WHERE endpoint.status = 'enabled' \
+     AND (endpoint.events = '*' OR endpoint.events LIKE '%,' || added.event_type || ',%')";
+
 /// PostgreSQL: one statement takes the ids from `event_counter`, locking its row until the
-/// transaction ends, and inserts the events with them.
+/// transaction ends, inserts the events with them, and queues their deliveries.
 fn postgres(columns: Vec<Columns>) -> Statement {
     let count = i64::try_from(columns.len()).unwrap_or(i64::MAX);
     let mut values: Vec<Value> = vec![count.into()];
@@ -154,18 +176,20 @@ fn postgres(columns: Vec<Columns>) -> Statement {
         ]);
     }
     let sql = format!(
-        "WITH taken AS (UPDATE event_counter SET last_id = last_id + $1 RETURNING last_id) \
-         INSERT INTO events (id, event_type, owner, created_at, object) \
-         SELECT taken.last_id - $1 + given.n, given.event_type, given.owner, given.created_at, \
-                given.object \
-         FROM taken, (VALUES {}) AS given (n, event_type, owner, created_at, object)",
+        "WITH taken AS (UPDATE event_counter SET last_id = last_id + $1 RETURNING last_id), \
+         added AS (INSERT INTO events (id, event_type, owner, created_at, object) \
+             SELECT taken.last_id - $1 + given.n, given.event_type, given.owner, \
+                    given.created_at, given.object \
+             FROM taken, (VALUES {}) AS given (n, event_type, owner, created_at, object) \
+             RETURNING id, event_type, owner, created_at) \
+         {QUEUE} FROM added {FOR_ENDPOINTS}",
         rows.join(", ")
     );
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)
 }
 
 /// The event a row holds.
-fn to_event(row: event::Model) -> Result<Event, RepositoryError> {
+pub(super) fn to_event(row: event::Model) -> Result<Event, RepositoryError> {
     let event::Model { id, event_type, owner: _, created_at, object } = row;
     let stored: Stored = serde_json::from_str(&object).map_err(|e| corrupt("events", e))?;
     Ok(Event {
@@ -244,6 +268,7 @@ impl EventLog for SeaOrmEventLog {
         self.writer
             .write(move |txn| {
                 Box::pin(async move {
+                    super::webhooks::forget_events(txn, &ids, before).await?;
                     let done = event::Entity::delete_many()
                         .filter(event::Column::Id.is_in(ids))
                         .exec(txn)

@@ -40,6 +40,7 @@ mod pg_readers;
 mod reachability;
 mod reader_threads;
 mod records;
+mod webhooks;
 mod window;
 mod writer;
 
@@ -55,6 +56,7 @@ pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
 pub use orders::SeaOrmOrderRepository;
 pub use pets::SeaOrmPetRepository;
+pub use webhooks::SeaOrmWebhooks;
 pub use window::SchemaWindow;
 pub use writer::MAX_BATCH;
 
@@ -312,6 +314,12 @@ impl Database {
     /// with the changes they report.
     pub fn events(&self) -> SeaOrmEventLog {
         SeaOrmEventLog::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
+    }
+
+    /// The webhook endpoints and deliveries of this database, queued with the events they
+    /// carry.
+    pub fn webhooks(&self) -> SeaOrmWebhooks {
+        SeaOrmWebhooks::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
     }
 
     /// The readiness check of this database.

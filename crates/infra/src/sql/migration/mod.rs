@@ -20,6 +20,7 @@ mod m20261123_000006_drop_idempotency_created_at_index;
 mod m20261126_000007_pet_changes;
 mod m20261126_000008_key_scopes;
 mod m20261126_000009_events;
+mod m20261126_000010_webhooks;
 mod rebuild;
 
 use sea_orm_migration::prelude::*;
@@ -59,6 +60,7 @@ fn steps() -> Vec<Step> {
     use m20261126_000007_pet_changes as m7;
     use m20261126_000008_key_scopes as m8;
     use m20261126_000009_events as m9;
+    use m20261126_000010_webhooks as m10;
     vec![
         Step::new(m1::Migration, m1::COMPATIBILITY),
         Step::new(m2::Migration, m2::COMPATIBILITY),
@@ -69,6 +71,7 @@ fn steps() -> Vec<Step> {
         Step::new(m7::Migration, m7::COMPATIBILITY),
         Step::new(m8::Migration, m8::COMPATIBILITY),
         Step::new(m9::Migration, m9::COMPATIBILITY),
+        Step::new(m10::Migration, m10::COMPATIBILITY),
     ]
 }
 

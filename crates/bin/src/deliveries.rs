@@ -1,0 +1,251 @@
+//! The delivery worker each instance runs beside its server: it claims the deliveries due,
+//! makes their attempts concurrently, and records what came of them (`docs/webhooks.md`).
+//!
+//! Up to [`IN_FLIGHT`] attempts at once, at most [`PER_ENDPOINT`] of one endpoint's: an
+//! endpoint that hangs holds only its own share, and the others' deliveries go on. Claims
+//! and records are writes, and the writer is shared with the requests: the worker claims
+//! for a batch of room ([`CLAIM_BATCH`] attempts ended, or [`IDLE`] passed), and records the
+//! outcomes of the attempts that end together ([`GATHER`]) in one write. Idle, it looks for
+//! due deliveries every [`IDLE`].
+//!
+//! The worker runs on a thread of its own, at a lower CPU priority than the threads that
+//! serve requests ([`NICENESS`]): when the cores are busy, requests go first and deliveries
+//! take what is left, so that an endpoint's deliveries never slow the API down; they catch
+//! up when the load falls.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use animal_store_domain::{Attempted, Deliverer, EndpointId};
+use tokio::task::JoinSet;
+
+/// The most attempts in flight at once.
+pub const IN_FLIGHT: usize = 64;
+/// The most attempts in flight to one endpoint.
+pub const PER_ENDPOINT: usize = 12;
+/// How long a claim holds a delivery: longer than an attempt may take (10 s), so that only
+/// an instance that died mid-attempt lets another attempt it again.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// How often an idle worker looks for due deliveries.
+pub const IDLE: Duration = Duration::from_millis(100);
+/// How many attempts end, while others are in flight, before the worker claims more.
+pub const CLAIM_BATCH: usize = 16;
+/// How long the worker waits, once an attempt ends, for others to end with it.
+pub const GATHER: Duration = Duration::from_millis(5);
+
+/// Deliveries by outcome (`delivered`, `http_error`, `timeout`, `connection_error`,
+/// `refused_address`).
+pub const DELIVERIES_METRIC: &str = "animal_store_webhook_deliveries_total";
+/// Deliveries waiting: neither delivered nor given up.
+pub const PENDING_METRIC: &str = "animal_store_webhook_deliveries_pending";
+/// How long the oldest waiting delivery has waited, in seconds.
+pub const OLDEST_METRIC: &str = "animal_store_webhook_oldest_pending_seconds";
+
+/// The niceness of the worker's thread: 10, lower in priority than the server's other
+/// threads (which run at the niceness the server was started with, 0 by default).
+pub const NICENESS: u8 = 10;
+
+/// The worker's thread, until it is stopped.
+pub struct Worker {
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Worker {
+    /// Starts the deliveries of `deliverer` on a thread of its own, with a runtime of its
+    /// own, at the priority [`NICENESS`] lower.
+    ///
+    /// # Errors
+    ///
+    /// When the thread or its runtime cannot be started.
+    pub fn start(deliverer: Deliverer) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the webhook deliveries' runtime")?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("webhook-deliveries".to_owned())
+            .spawn(move || {
+                lower_priority();
+                runtime.block_on(async {
+                    tokio::select! {
+                        () = run(deliverer) => {}
+                        _ = stopped => {}
+                    }
+                });
+            })
+            .context("cannot start the webhook deliveries' thread")?;
+        Ok(Self { stop, thread })
+    }
+
+    /// Stops the worker: the attempts in flight are dropped (their leases run out, or the
+    /// next start releases them), and waits for its thread to end.
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        if self.thread.join().is_err() {
+            tracing::error!("the webhook deliveries' thread ended abnormally");
+        }
+    }
+}
+
+/// Lowers the calling thread's CPU priority to niceness [`NICENESS`] (Linux sets it per
+/// thread). `thread-priority` maps its scale of 0..=99 onto niceness 19..=-20, rounding
+/// toward the lower priority: the value for [`NICENESS`] is worked back from that mapping,
+/// and a test reads the niceness the thread gets.
+fn lower_priority() {
+    use thread_priority::{ThreadPriority, ThreadPriorityValue, set_current_thread_priority};
+    let scale = 99 - (u16::from(NICENESS) + 20) * 99 / 39 - 1;
+    let lowered = u8::try_from(scale)
+        .map_err(|e| e.to_string())
+        .and_then(ThreadPriorityValue::try_from)
+        .and_then(|value| {
+            set_current_thread_priority(ThreadPriority::Crossplatform(value))
+                .map_err(|e| e.to_string())
+        });
+    if let Err(err) = lowered {
+        tracing::warn!(error = %err, "cannot lower the priority of the webhook deliveries' thread");
+    }
+}
+
+/// Describes the worker's metrics to the recorder.
+pub fn describe_metrics() {
+    metrics::describe_counter!(DELIVERIES_METRIC, "Webhook delivery attempts, by outcome.");
+    metrics::describe_gauge!(PENDING_METRIC, "Webhook deliveries waiting to be delivered.");
+    metrics::describe_gauge!(
+        OLDEST_METRIC,
+        metrics::Unit::Seconds,
+        "How long the oldest waiting webhook delivery has waited."
+    );
+}
+
+/// Runs the deliveries of `deliverer` until its future is dropped.
+async fn run(deliverer: Deliverer) {
+    match deliverer.release_leases().await {
+        Ok(0) => {}
+        Ok(released) => {
+            tracing::info!(released, "resuming the webhook deliveries a stopped instance held");
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "releasing the leases of webhook deliveries failed");
+        }
+    }
+    let mut attempts: JoinSet<Attempted> = JoinSet::new();
+    let mut in_flight: HashMap<EndpointId, usize> = HashMap::new();
+    let mut done: Vec<Attempted> = Vec::new();
+    let mut backlog_at = tokio::time::Instant::now();
+    // Attempts ended since the last claim, and when it was: a claim is a write, made for a
+    // batch of room rather than for each attempt that ends.
+    let (mut ended_since_claim, mut claimed_at) = (usize::MAX, tokio::time::Instant::now());
+    loop {
+        let free = IN_FLIGHT - attempts.len();
+        let worth_it =
+            attempts.is_empty() || ended_since_claim >= CLAIM_BATCH || claimed_at.elapsed() >= IDLE;
+        if free > 0 && worth_it {
+            let busy: Vec<EndpointId> =
+                in_flight.iter().filter(|(_, n)| **n >= PER_ENDPOINT).map(|(id, _)| *id).collect();
+            (ended_since_claim, claimed_at) = (0, tokio::time::Instant::now());
+            match deliverer.claim(free, PER_ENDPOINT, LEASE, &busy).await {
+                Ok(due) => {
+                    for due in due {
+                        *in_flight.entry(due.endpoint.id).or_default() += 1;
+                        let deliverer = deliverer.clone();
+                        attempts.spawn(async move { deliverer.attempt(&due).await });
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "claiming webhook deliveries failed"),
+            }
+        }
+        if backlog_at.elapsed() >= Duration::from_secs(5) {
+            backlog_at = tokio::time::Instant::now();
+            report_backlog(&deliverer).await;
+        }
+        if attempts.is_empty() {
+            tokio::time::sleep(IDLE).await;
+            continue;
+        }
+        // Wait for an attempt to end, then for those that end with it: their outcomes are
+        // recorded together, in one write.
+        if let Ok(Some(ended)) = tokio::time::timeout(IDLE, attempts.join_next()).await {
+            take(ended, &mut done, &mut in_flight);
+            tokio::time::sleep(GATHER).await;
+        }
+        while let Some(ended) = attempts.try_join_next() {
+            take(ended, &mut done, &mut in_flight);
+        }
+        ended_since_claim = ended_since_claim.saturating_add(done.len());
+        if !done.is_empty() {
+            let recording = std::mem::take(&mut done);
+            for attempt in &recording {
+                metrics::counter!(DELIVERIES_METRIC, "outcome" => attempt.outcome.kind())
+                    .increment(1);
+            }
+            if let Err(err) = deliverer.record(recording).await {
+                // The leases run out, and the deliveries are attempted again.
+                tracing::warn!(error = %err, "recording webhook attempts failed");
+            }
+        }
+    }
+}
+
+/// Counts an ended attempt off its endpoint, and keeps its outcome for the next record.
+fn take(
+    ended: Result<Attempted, tokio::task::JoinError>,
+    done: &mut Vec<Attempted>,
+    in_flight: &mut HashMap<EndpointId, usize>,
+) {
+    match ended {
+        Ok(attempted) => {
+            if let Some(count) = in_flight.get_mut(&attempted.endpoint) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    in_flight.remove(&attempted.endpoint);
+                }
+            }
+            done.push(attempted);
+        }
+        // A panic, logged by the panic hook; the lease runs out and it is attempted again.
+        Err(err) => tracing::error!(error = %err, "a webhook attempt ended abnormally"),
+    }
+}
+
+/// Sets the backlog's gauges.
+async fn report_backlog(deliverer: &Deliverer) {
+    match deliverer.backlog().await {
+        Ok(backlog) => {
+            #[expect(clippy::cast_precision_loss, reason = "a gauge")]
+            metrics::gauge!(PENDING_METRIC).set(backlog.pending as f64);
+            let waited = backlog
+                .oldest
+                .map(|oldest| (chrono::Utc::now() - oldest).num_milliseconds().max(0));
+            #[expect(clippy::cast_precision_loss, reason = "a gauge")]
+            metrics::gauge!(OLDEST_METRIC).set(waited.unwrap_or(0) as f64 / 1000.0);
+        }
+        Err(err) => tracing::warn!(error = %err, "reading the webhook backlog failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The niceness of the calling thread, as Linux reports it.
+    fn niceness() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("the thread's stat");
+        // Fields after the command name, which ends with the last ')': nice is field 19.
+        let fields: Vec<&str> =
+            stat.rsplit_once(')').expect("a name").1.split_whitespace().collect();
+        fields[16].parse().expect("a niceness")
+    }
+
+    #[test]
+    fn the_worker_thread_runs_at_niceness_10() {
+        std::thread::spawn(|| {
+            let before = niceness();
+            super::lower_priority();
+            assert_eq!(niceness(), before.max(i32::from(super::NICENESS)));
+        })
+        .join()
+        .expect("the thread");
+    }
+}

@@ -1,0 +1,293 @@
+//! The webhook use cases: an owner's endpoints, registered, changed and removed, and the
+//! attempts made to them; and the attempts themselves, made by each instance's deliverer.
+
+use std::sync::Arc;
+
+use rand::Rng as _;
+use thiserror::Error;
+
+use crate::api_key::KeyId;
+use crate::delivery::{Attempt, AttemptId, Attempted, Due, Schedule};
+use crate::event::Event;
+use crate::listing::{Listing, Page};
+use crate::orders::to_the_second;
+use crate::ports::{AddressCheck, Clock, WebhookDeliveries, WebhookEndpoints, WebhookSender};
+use crate::repository_error::RepositoryError;
+use crate::webhook::{
+    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, EndpointStatus, EventSelection,
+    EventSelectionError, NewEndpoint, WebhookSecret, WebhookUrl, WebhookUrlError,
+};
+
+/// What a listing of attempts asks for: a page size, the attempt before which it starts.
+pub type AttemptListing = Listing<(), AttemptId>;
+
+/// One page of attempts, newest first.
+pub type AttemptPage = Page<Attempt, AttemptId>;
+
+/// Why a webhook operation was refused.
+#[derive(Debug, Error)]
+pub enum WebhookError {
+    /// The address is refused.
+    #[error(transparent)]
+    Url(#[from] WebhookUrlError),
+    /// The event types name nothing, or an unknown type.
+    #[error(transparent)]
+    Events(#[from] EventSelectionError),
+    /// The owner has 16 endpoints already.
+    #[error("an owner may have at most 16 webhook endpoints; delete one first")]
+    TooMany,
+    /// The owner has no endpoint with this id.
+    #[error("no webhook endpoint has id {0}")]
+    NotFound(EndpointId),
+    /// The store failed.
+    #[error(transparent)]
+    Repository(#[from] RepositoryError),
+}
+
+impl From<CreateEndpointError> for WebhookError {
+    fn from(err: CreateEndpointError) -> Self {
+        match err {
+            CreateEndpointError::TooMany => Self::TooMany,
+            CreateEndpointError::Repository(err) => Self::Repository(err),
+        }
+    }
+}
+
+/// A change an owner asks for, as sent: the fields it names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointChange {
+    /// A new address.
+    pub url: Option<String>,
+    /// New event types.
+    pub events: Option<Vec<String>>,
+    /// Enabled or disabled.
+    pub status: Option<EndpointStatus>,
+}
+
+/// An owner's webhook endpoints.
+#[derive(Clone)]
+pub struct WebhookService {
+    endpoints: Arc<dyn WebhookEndpoints>,
+    deliveries: Arc<dyn WebhookDeliveries>,
+    check: Arc<dyn AddressCheck>,
+    clock: Arc<dyn Clock>,
+    allow_private: bool,
+}
+
+impl WebhookService {
+    /// Endpoints kept in `endpoints`, their attempts in `deliveries`, their addresses
+    /// resolved by `check`; `allow_private` admits `http` and every address (for tests and
+    /// local development).
+    pub fn new(
+        endpoints: Arc<dyn WebhookEndpoints>,
+        deliveries: Arc<dyn WebhookDeliveries>,
+        check: Arc<dyn AddressCheck>,
+        clock: Arc<dyn Clock>,
+        allow_private: bool,
+    ) -> Self {
+        Self { endpoints, deliveries, check, clock, allow_private }
+    }
+
+    /// `text` as an endpoint's address: checked, and its host resolved and checked.
+    async fn address(&self, text: &str) -> Result<WebhookUrl, WebhookError> {
+        let url = WebhookUrl::parse(text, self.allow_private)?;
+        if !self.allow_private {
+            self.check.check(&url).await?;
+        }
+        Ok(url)
+    }
+
+    /// Registers an endpoint of `owner`'s at `url` for `events` (every type when `None`),
+    /// with a new secret.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError`]: a refused address, unknown event types, 16 endpoints already, or a
+    /// store failure; nothing is stored then.
+    pub async fn create(
+        &self,
+        owner: &KeyId,
+        url: &str,
+        events: Option<Vec<String>>,
+    ) -> Result<Endpoint, WebhookError> {
+        let events = match events {
+            Some(names) => EventSelection::parse(names.iter().map(String::as_str))?,
+            None => EventSelection::EVERY,
+        };
+        let url = self.address(url).await?;
+        let endpoint = NewEndpoint {
+            owner: owner.clone(),
+            url,
+            events,
+            secret: WebhookSecret::generate(),
+            at: to_the_second(self.clock.now()),
+        };
+        Ok(self.endpoints.create(endpoint).await?)
+    }
+
+    /// `owner`'s endpoints, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn list(&self, owner: &KeyId) -> Result<Vec<Endpoint>, RepositoryError> {
+        self.endpoints.list(owner).await
+    }
+
+    /// `owner`'s endpoint `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError::NotFound`] when it has none with this id.
+    pub async fn get(&self, owner: &KeyId, id: EndpointId) -> Result<Endpoint, WebhookError> {
+        self.endpoints.get(owner, id).await?.ok_or(WebhookError::NotFound(id))
+    }
+
+    /// Changes what `change` names of `owner`'s endpoint `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError`]: no such endpoint, a refused address or unknown event types, or a
+    /// store failure; nothing changes then.
+    pub async fn update(
+        &self,
+        owner: &KeyId,
+        id: EndpointId,
+        change: EndpointChange,
+    ) -> Result<Endpoint, WebhookError> {
+        let EndpointChange { url, events, status } = change;
+        let events = events
+            .map(|names| EventSelection::parse(names.iter().map(String::as_str)))
+            .transpose()?;
+        let url = match url {
+            Some(text) => Some(self.address(&text).await?),
+            None => None,
+        };
+        let patch = EndpointPatch { url, events, status };
+        self.endpoints.update(owner, id, patch).await?.ok_or(WebhookError::NotFound(id))
+    }
+
+    /// Removes `owner`'s endpoint `id`, and what waits to be delivered to it.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError::NotFound`] when it has none with this id.
+    pub async fn delete(&self, owner: &KeyId, id: EndpointId) -> Result<(), WebhookError> {
+        if self.endpoints.delete(owner, id).await? {
+            Ok(())
+        } else {
+            Err(WebhookError::NotFound(id))
+        }
+    }
+
+    /// One page of the attempts made to `owner`'s endpoint `id`, newest first.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError::NotFound`] when it has none with this id.
+    pub async fn attempts(
+        &self,
+        owner: &KeyId,
+        id: EndpointId,
+        listing: AttemptListing,
+    ) -> Result<AttemptPage, WebhookError> {
+        let fetched = self.deliveries.attempts(owner, id, listing.after, listing.fetch()).await?;
+        let fetched = fetched.ok_or(WebhookError::NotFound(id))?;
+        Ok(listing.page(fetched, |attempt| attempt.id))
+    }
+}
+
+/// How an event's body is written: as the API writes it (`listEvents`).
+pub type RenderEvent = Arc<dyn Fn(&Event) -> String + Send + Sync>;
+
+/// What each instance runs to make the deliveries: claims those due, attempts them,
+/// records what came of them.
+#[derive(Clone)]
+pub struct Deliverer {
+    deliveries: Arc<dyn WebhookDeliveries>,
+    sender: Arc<dyn WebhookSender>,
+    render: RenderEvent,
+    clock: Arc<dyn Clock>,
+    schedule: Schedule,
+}
+
+impl Deliverer {
+    /// Deliveries kept in `deliveries`, sent by `sender` with bodies `render` writes, on
+    /// `schedule`.
+    pub fn new(
+        deliveries: Arc<dyn WebhookDeliveries>,
+        sender: Arc<dyn WebhookSender>,
+        render: RenderEvent,
+        clock: Arc<dyn Clock>,
+        schedule: Schedule,
+    ) -> Self {
+        Self { deliveries, sender, render, clock, schedule }
+    }
+
+    /// Claims up to `count` deliveries due now to endpoints not in `busy`, at most
+    /// `per_endpoint` of each endpoint's, for `lease`.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    pub async fn claim(
+        &self,
+        count: usize,
+        per_endpoint: usize,
+        lease: std::time::Duration,
+        busy: &[EndpointId],
+    ) -> Result<Vec<Due>, RepositoryError> {
+        let now = chrono::DateTime::<chrono::Utc>::from(self.clock.now());
+        self.deliveries.claim(now, lease, count, per_endpoint, busy).await
+    }
+
+    /// Makes the attempt `due` is for, and says what came of it and when the next is due.
+    pub async fn attempt(&self, due: &Due) -> Attempted {
+        let body = (self.render)(&due.event);
+        let at = to_the_second(self.clock.now());
+        let outcome = self.sender.send(&due.endpoint, due.event.id, &body, at).await;
+        let next_attempt_at = if outcome.delivered() {
+            None
+        } else {
+            let jitter = rand::rng().random_range(-1.0..=1.0);
+            self.schedule.next(due.attempt, at, jitter)
+        };
+        Attempted {
+            delivery: due.delivery,
+            endpoint: due.endpoint.id,
+            event: due.event.id,
+            attempt: due.attempt,
+            at,
+            outcome,
+            next_attempt_at,
+        }
+    }
+
+    /// Records `attempts`.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    pub async fn record(&self, attempts: Vec<Attempted>) -> Result<(), RepositoryError> {
+        self.deliveries.record(attempts, self.schedule.disable_after()).await
+    }
+
+    /// Ends the leases of instances no longer running (see
+    /// [`WebhookDeliveries::release_leases`]).
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    pub async fn release_leases(&self) -> Result<u64, RepositoryError> {
+        self.deliveries.release_leases().await
+    }
+
+    /// How many deliveries wait, and since when.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn backlog(&self) -> Result<crate::delivery::Backlog, RepositoryError> {
+        self.deliveries.backlog().await
+    }
+}

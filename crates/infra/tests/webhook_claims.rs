@@ -1,0 +1,55 @@
+//! Several instances claiming deliveries from one PostgreSQL database at once never claim
+//! the same delivery twice.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use animal_store_domain::{
+    EventSelection, KeyId, NewEndpoint, PetRepository, WebhookDeliveries, WebhookEndpoints,
+    WebhookSecret, WebhookUrl,
+};
+use animal_store_infra::Database;
+use animal_store_infra::testing::databases::fresh_postgres_url;
+use chrono::{TimeZone as _, Utc};
+
+#[tokio::test]
+async fn instances_claiming_at_once_take_different_deliveries() {
+    let Some(url) = fresh_postgres_url().await else {
+        return;
+    };
+    let first = Database::connect(&url).await.expect("connect");
+    first.migrate().await.expect("migrate");
+    let second = Database::connect(&url).await.expect("connect");
+    let endpoint = NewEndpoint {
+        owner: KeyId::new("owner0000000").expect("a key id"),
+        url: WebhookUrl::parse("https://hooks.example.com/", false).expect("an address"),
+        events: EventSelection::EVERY,
+        secret: WebhookSecret::generate(),
+        at: Utc::now(),
+    };
+    first.webhooks().create(endpoint).await.expect("register");
+    let pets = first.pets();
+    for n in 0..120 {
+        let pet = animal_store_domain::NewPet {
+            name: animal_store_domain::PetName::new(&format!("Pet {n}")).expect("a name"),
+            category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+            status: animal_store_domain::PetStatus::Available,
+        };
+        pets.create(pet).await.expect("add");
+    }
+    let later = Utc.timestamp_opt(4_000_000_000, 0).single().expect("an instant");
+    let lease = Duration::from_secs(60);
+    let (a, b) = (first.webhooks(), second.webhooks());
+    let mut claimed = Vec::new();
+    for _ in 0..6 {
+        let (x, y) =
+            tokio::join!(a.claim(later, lease, 15, 100, &[]), b.claim(later, lease, 15, 100, &[]));
+        claimed.extend(x.expect("claim").into_iter().chain(y.expect("claim")).map(|d| d.delivery));
+    }
+    let distinct: BTreeSet<_> = claimed.iter().collect();
+    assert_eq!(distinct.len(), claimed.len(), "no delivery claimed twice");
+    assert_eq!(claimed.len(), 120, "every delivery claimed once");
+    assert!(a.claim(later, lease, 100, 100, &[]).await.expect("claim").is_empty());
+    first.close().await;
+    second.close().await;
+}
