@@ -1,5 +1,5 @@
-//! Several instances claiming deliveries from one PostgreSQL database at once never claim
-//! the same delivery twice.
+//! Claims of deliveries: several instances claiming from one PostgreSQL database at once
+//! never claim the same delivery twice; a delivery whose event is gone is removed.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use animal_store_domain::{
     WebhookSecret, WebhookUrl,
 };
 use animal_store_infra::Database;
-use animal_store_infra::testing::databases::fresh_postgres_url;
+use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url};
 use chrono::{TimeZone as _, Utc};
 
 #[tokio::test]
@@ -52,4 +52,38 @@ async fn instances_claiming_at_once_take_different_deliveries() {
     assert!(a.claim(later, lease, 100, 100, &[]).await.expect("claim").is_empty());
     first.close().await;
     second.close().await;
+}
+
+/// A delivery whose event a binary that did not know deliveries swept (during a rollback)
+/// is removed by the first claim that finds it, not leased again and again.
+#[tokio::test]
+async fn a_delivery_whose_event_is_gone_is_removed() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let endpoint = NewEndpoint {
+        owner: KeyId::new("owner0000000").expect("a key id"),
+        url: WebhookUrl::parse("https://hooks.example.com/", false).expect("an address"),
+        events: EventSelection::EVERY,
+        secret: WebhookSecret::generate(),
+        at: Utc::now(),
+    };
+    let hooks = db.webhooks();
+    hooks.create(endpoint).await.expect("register");
+    let pet = animal_store_domain::NewPet {
+        name: animal_store_domain::PetName::new("Rex").expect("a name"),
+        category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+        status: animal_store_domain::PetStatus::Available,
+    };
+    db.pets().create(pet).await.expect("add");
+    assert_eq!(hooks.backlog().await.expect("backlog").pending, 1);
+    let admin = sea_orm::Database::connect(&file.url).await.expect("connect");
+    sea_orm::ConnectionTrait::execute_unprepared(&admin, "DELETE FROM events")
+        .await
+        .expect("sweep the events as an older binary would");
+    admin.close().await.expect("close");
+    let later = Utc.timestamp_opt(4_000_000_000, 0).single().expect("an instant");
+    let due = hooks.claim(later, Duration::from_secs(60), 10, 10, &[]).await.expect("claim");
+    assert!(due.is_empty(), "nothing to deliver");
+    assert_eq!(hooks.backlog().await.expect("backlog").pending, 0, "the orphan is removed");
+    db.close().await;
 }

@@ -268,7 +268,7 @@ impl EventLog for SeaOrmEventLog {
         self.writer
             .write(move |txn| {
                 Box::pin(async move {
-                    super::webhooks::forget_events(txn, &ids, before).await?;
+                    super::deliveries::forget_events(txn, &ids, before).await?;
                     let done = event::Entity::delete_many()
                         .filter(event::Column::Id.is_in(ids))
                         .exec(txn)

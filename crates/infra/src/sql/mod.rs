@@ -23,6 +23,7 @@
 mod additions;
 mod changes;
 mod connector;
+mod deliveries;
 mod entity;
 mod events;
 mod failure;

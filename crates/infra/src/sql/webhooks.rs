@@ -1,34 +1,24 @@
-//! Webhook endpoints and their deliveries over SeaORM.
-//!
-//! Deliveries are queued by the writer with the events they carry (see
-//! [`events`](super::events)). An instance claims the deliveries due by giving them a lease:
-//! on PostgreSQL the due rows are picked `FOR UPDATE SKIP LOCKED`, so that instances
-//! claiming at once take different ones, and a leased row is not due again until its lease
-//! ends (an instance that dies mid-attempt leaves its lease to run out, and the delivery is
-//! attempted again). Claims and records are writer jobs, like every write.
+//! Webhook endpoints over SeaORM: an owner's, at most 16, registered, changed and removed
+//! by the writer. Their deliveries are in [`deliveries`](super::deliveries).
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use animal_store_domain::{
-    Attempt, AttemptId, Attempted, Backlog, CreateEndpointError, DeliveryId, Due, Endpoint,
-    EndpointId, EndpointPatch, EndpointStatus, EventId, EventSelection, KeyId, MAX_ENDPOINTS,
-    NewEndpoint, Outcome, RepositoryError, WebhookDeliveries, WebhookEndpoints, WebhookSecret,
+    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, EndpointStatus, EventSelection,
+    KeyId, MAX_ENDPOINTS, NewEndpoint, RepositoryError, WebhookEndpoints, WebhookSecret,
     WebhookUrl,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait as _};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    EntityTrait, NotSet, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect,
-    QueryTrait, Set, Statement,
+    EntityTrait, NotSet, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
+    Statement,
 };
 
 use super::entity::webhook_endpoint as endpoint;
-use super::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
-use super::events::to_event;
+use super::entity::{webhook_attempt as attempt, webhook_delivery as delivery};
 use super::failure::{corrupt, in_write};
 use super::insert::insert_one;
 use super::job::Writer;
@@ -43,7 +33,7 @@ fn selection_text(events: &EventSelection) -> String {
     }
 }
 
-fn to_endpoint(row: endpoint::Model) -> Result<Endpoint, RepositoryError> {
+pub(super) fn to_endpoint(row: endpoint::Model) -> Result<Endpoint, RepositoryError> {
     let endpoint::Model { id, owner, url, events, status, secret, created_at, failing_since: _ } =
         row;
     let bad = |e: &dyn std::fmt::Display| corrupt("webhook_endpoints", e);
@@ -64,32 +54,8 @@ fn to_endpoint(row: endpoint::Model) -> Result<Endpoint, RepositoryError> {
     })
 }
 
-fn to_attempt(row: attempt::Model) -> Result<Attempt, RepositoryError> {
-    let attempt::Model {
-        id,
-        delivery_id: _,
-        endpoint_id: _,
-        event_id,
-        attempt,
-        attempted_at,
-        outcome,
-        status_code,
-        next_attempt_at,
-    } = row;
-    let bad = |e: &dyn std::fmt::Display| corrupt("webhook_attempts", e);
-    let status = status_code.map(u16::try_from).transpose().map_err(|e| bad(&e))?;
-    Ok(Attempt {
-        id: AttemptId::new(id),
-        event: EventId::new(event_id),
-        attempt: u32::try_from(attempt).map_err(|e| bad(&e))?,
-        at: attempted_at,
-        outcome: Outcome::stored(&outcome, status).ok_or_else(|| bad(&outcome))?,
-        next_attempt_at,
-    })
-}
-
 /// The endpoint `id`, if `owner` has it.
-fn owned(owner: &KeyId, id: EndpointId) -> sea_orm::Select<endpoint::Entity> {
+pub(super) fn owned(owner: &KeyId, id: EndpointId) -> sea_orm::Select<endpoint::Entity> {
     endpoint::Entity::find_by_id(id.get()).filter(endpoint::Column::Owner.eq(owner.as_str()))
 }
 
@@ -97,9 +63,9 @@ fn owned(owner: &KeyId, id: EndpointId) -> sea_orm::Select<endpoint::Entity> {
 /// readers and the writer.
 #[derive(Clone)]
 pub struct SeaOrmWebhooks {
-    readers: DatabaseConnection,
-    reads: Arc<Reads>,
-    writer: Writer,
+    pub(super) readers: DatabaseConnection,
+    pub(super) reads: Arc<Reads>,
+    pub(super) writer: Writer,
 }
 
 impl SeaOrmWebhooks {
@@ -202,253 +168,6 @@ async fn delete(txn: &DatabaseTransaction, owner: KeyId, id: EndpointId) -> Resu
     Ok(true)
 }
 
-/// In `txn`, as the events `ids` are swept (every one made before `before`): removes their
-/// deliveries (the table holds only those that wait: a scan is short), and up to as many of
-/// the oldest attempts, made before `before`, in the order of their key (attempts are made
-/// in time order, so the expired ones come first).
-pub(super) async fn forget_events(
-    txn: &DatabaseTransaction,
-    ids: &[i64],
-    before: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    delivery::Entity::delete_many()
-        .filter(delivery::Column::EventId.is_in(ids.iter().copied()))
-        .exec(txn)
-        .await?;
-    let oldest = attempt::Entity::find()
-        .select_only()
-        .columns([attempt::Column::Id, attempt::Column::AttemptedAt])
-        .order_by_asc(attempt::Column::Id)
-        .limit(u64::try_from(ids.len()).unwrap_or(u64::MAX))
-        .into_tuple::<(i64, DateTime<Utc>)>()
-        .all(txn)
-        .await?;
-    let expired = oldest.into_iter().filter(|(_, at)| *at < before).map(|(id, _)| id);
-    attempt::Entity::delete_many().filter(attempt::Column::Id.is_in(expired)).exec(txn).await?;
-    Ok(())
-}
-
-/// The deliveries due: their next attempt due at `$now`, not leased (or their lease over),
-/// to an enabled endpoint.
-const DUE: &str = "d.next_attempt_at <= $now \
-     AND (d.leased_until IS NULL OR d.leased_until <= $now) \
-     AND e.status = 'enabled' AND e.id NOT IN ($busy)";
-
-/// The statement that picks the deliveries to claim on PostgreSQL (see [`DUE`]): each
-/// enabled endpoint's, in a lateral subquery over the index of each endpoint's deliveries,
-/// soonest due first, `FOR UPDATE SKIP LOCKED`, at most `per_endpoint` (and no more than the
-/// whole claim: PostgreSQL locks every row the subquery picks, and rows locked but not
-/// claimed would be skipped by the instances claiming meanwhile).
-fn postgres_due(now: DateTime<Utc>, count: usize, per_endpoint: usize, busy: &str) -> Statement {
-    let due = DUE.replace("$busy", busy).replace("$now", "$1");
-    let count = i64::try_from(count).unwrap_or(i64::MAX);
-    let per = Ord::min(i64::try_from(per_endpoint).unwrap_or(i64::MAX), count);
-    let sql = format!(
-        "SELECT d.id, d.endpoint_id, d.event_id, d.attempts FROM webhook_endpoints e \
-         CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d \
-             WHERE d.endpoint_id = e.id AND {due} \
-             ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED) d \
-         ORDER BY d.next_attempt_at, d.id LIMIT $3"
-    );
-    Statement::from_sql_and_values(DbBackend::Postgres, sql, [now.into(), per.into(), count.into()])
-}
-
-/// The deliveries to claim on SQLite, whose one writer claims alone: the enabled endpoints
-/// taken in turn, from one picked at random so that each gets its share over the claims,
-/// and of each at most `per_endpoint` of its deliveries due, soonest first, read from the
-/// index of each endpoint's deliveries (one seek each), until `count`. However long an
-/// endpoint's queue, and however many wait for a disabled one, a claim reads the first rows
-/// of the endpoints it takes from.
-async fn sqlite_due(
-    txn: &DatabaseTransaction,
-    now: DateTime<Utc>,
-    (count, per_endpoint): (usize, usize),
-    busy: &str,
-) -> Result<Vec<QueryResult>, DbErr> {
-    let enabled = format!(
-        "SELECT id FROM webhook_endpoints WHERE status = 'enabled' AND id NOT IN ({busy}) \
-         ORDER BY id"
-    );
-    let mut endpoints = Vec::new();
-    for row in txn.query_all_raw(Statement::from_string(DbBackend::Sqlite, enabled)).await? {
-        endpoints.push(row.try_get::<i64>("", "id")?);
-    }
-    if !endpoints.is_empty() {
-        let first = rand::random_range(0..endpoints.len());
-        endpoints.rotate_left(first);
-    }
-    let mut rows = Vec::new();
-    for endpoint in endpoints {
-        let left = count.saturating_sub(rows.len());
-        if left == 0 {
-            break;
-        }
-        let take = i64::try_from(per_endpoint.min(left)).unwrap_or(i64::MAX);
-        let due = Statement::from_sql_and_values(
-            DbBackend::Sqlite,
-            "SELECT id, endpoint_id, event_id, attempts FROM webhook_deliveries \
-             WHERE endpoint_id = $1 AND next_attempt_at <= $2 \
-             AND (leased_until IS NULL OR leased_until <= $2) \
-             ORDER BY next_attempt_at, id LIMIT $3",
-            [endpoint.into(), now.into(), take.into()],
-        );
-        rows.extend(txn.query_all_raw(due).await?);
-    }
-    Ok(rows)
-}
-
-/// A claimed delivery: its id, endpoint, event, and the attempts made before.
-type Claimed = (i64, i64, i64, i32);
-
-/// In `txn`: leases up to `count` deliveries due at `now` (see [`postgres_due`] and
-/// [`sqlite_due`]) until
-/// `until`, and returns them.
-async fn claim(
-    txn: &DatabaseTransaction,
-    now: DateTime<Utc>,
-    until: DateTime<Utc>,
-    (count, per_endpoint): (usize, usize),
-    busy: Vec<EndpointId>,
-) -> Result<Vec<Claimed>, DbErr> {
-    // Ids are integers: written in the statement, they need no placeholder each.
-    let busy = match busy.as_slice() {
-        [] => "-1".to_owned(),
-        busy => busy.iter().map(|id| id.get().to_string()).collect::<Vec<_>>().join(", "),
-    };
-    let rows = match txn.get_database_backend() {
-        DbBackend::Postgres => {
-            txn.query_all_raw(postgres_due(now, count, per_endpoint, &busy)).await?
-        }
-        _ => sqlite_due(txn, now, (count, per_endpoint), &busy).await?,
-    };
-    let mut claimed = Vec::with_capacity(count);
-    let mut taken: HashMap<i64, usize> = HashMap::new();
-    for row in &rows {
-        let get = |column: &str| row.try_get::<i64>("", column);
-        let attempts = row.try_get::<i32>("", "attempts")?;
-        let endpoint = get("endpoint_id")?;
-        let of_endpoint = taken.entry(endpoint).or_default();
-        if claimed.len() == count || *of_endpoint == per_endpoint {
-            continue;
-        }
-        *of_endpoint += 1;
-        claimed.push((get("id")?, endpoint, get("event_id")?, attempts));
-    }
-    if !claimed.is_empty() {
-        delivery::Entity::update_many()
-            .col_expr(delivery::Column::LeasedUntil, Expr::value(until))
-            .filter(delivery::Column::Id.is_in(claimed.iter().map(|c| c.0)))
-            .exec(txn)
-            .await?;
-    }
-    Ok(claimed)
-}
-
-impl SeaOrmWebhooks {
-    /// The deliveries `claimed`, with their endpoints and events, read on the reader pool
-    /// (the writer has other work). A delivery whose event or endpoint is gone meanwhile
-    /// (swept, removed) is left out; its lease runs out.
-    async fn due(&self, claimed: Vec<Claimed>) -> Result<Vec<Due>, RepositoryError> {
-        if claimed.is_empty() {
-            return Ok(Vec::new());
-        }
-        let endpoints = endpoint::Entity::find()
-            .filter(endpoint::Column::Id.is_in(claimed.iter().map(|c| c.1)));
-        let endpoints: HashMap<i64, Endpoint> = self
-            .reads
-            .run(endpoints.all(&self.readers))
-            .await?
-            .into_iter()
-            .map(|row| to_endpoint(row).map(|endpoint| (endpoint.id.get(), endpoint)))
-            .collect::<Result<_, _>>()?;
-        let events =
-            event::Entity::find().filter(event::Column::Id.is_in(claimed.iter().map(|c| c.2)));
-        let events: HashMap<i64, animal_store_domain::Event> = self
-            .reads
-            .run(events.all(&self.readers))
-            .await?
-            .into_iter()
-            .map(|row| to_event(row).map(|event| (event.id.get(), event)))
-            .collect::<Result<_, _>>()?;
-        Ok(claimed
-            .into_iter()
-            .filter_map(|(id, endpoint, event, attempts)| {
-                Some(Due {
-                    delivery: DeliveryId::new(id),
-                    attempt: u32::try_from(attempts).ok()? + 1,
-                    endpoint: endpoints.get(&endpoint)?.clone(),
-                    event: events.get(&event)?.clone(),
-                })
-            })
-            .collect())
-    }
-}
-
-/// In `txn`: records `attempts` and ends their leases; the endpoints that failed since
-/// `disable_after` before their attempt are disabled.
-async fn record(
-    txn: &DatabaseTransaction,
-    attempts: Vec<Attempted>,
-    disable_after: chrono::Duration,
-) -> Result<(), DbErr> {
-    if attempts.is_empty() {
-        return Ok(());
-    }
-    let rows = attempts.iter().map(|a| attempt::ActiveModel {
-        id: NotSet,
-        delivery_id: Set(a.delivery.get()),
-        endpoint_id: Set(a.endpoint.get()),
-        event_id: Set(a.event.get()),
-        attempt: Set(i32::try_from(a.attempt).unwrap_or(i32::MAX)),
-        attempted_at: Set(a.at),
-        outcome: Set(a.outcome.kind().to_owned()),
-        status_code: Set(a.outcome.status().map(i32::from)),
-        next_attempt_at: Set(a.next_attempt_at),
-    });
-    attempt::Entity::insert_many(rows).exec_without_returning(txn).await?;
-    // Delivered or given up: done, the attempts keep what came of it.
-    let done = attempts.iter().filter(|a| a.outcome.delivered() || a.next_attempt_at.is_none());
-    delivery::Entity::delete_many()
-        .filter(delivery::Column::Id.is_in(done.map(|a| a.delivery.get())))
-        .exec(txn)
-        .await?;
-    for a in attempts.iter().filter(|a| !a.outcome.delivered() && a.next_attempt_at.is_some()) {
-        delivery::Entity::update_many()
-            .col_expr(
-                delivery::Column::Attempts,
-                Expr::value(i32::try_from(a.attempt).unwrap_or(i32::MAX)),
-            )
-            .col_expr(delivery::Column::NextAttemptAt, Expr::value(a.next_attempt_at))
-            .col_expr(delivery::Column::LeasedUntil, Expr::value(None::<DateTime<Utc>>))
-            .filter(delivery::Column::Id.eq(a.delivery.get()))
-            .exec(txn)
-            .await?;
-    }
-    let answered: BTreeSet<i64> =
-        attempts.iter().filter(|a| a.outcome.delivered()).map(|a| a.endpoint.get()).collect();
-    endpoint::Entity::update_many()
-        .col_expr(endpoint::Column::FailingSince, Expr::value(None::<DateTime<Utc>>))
-        .filter(endpoint::Column::Id.is_in(answered))
-        .filter(endpoint::Column::FailingSince.is_not_null())
-        .exec(txn)
-        .await?;
-    for a in attempts.iter().filter(|a| !a.outcome.delivered()) {
-        let since = Expr::col(endpoint::Column::FailingSince);
-        endpoint::Entity::update_many()
-            .col_expr(endpoint::Column::FailingSince, since.if_null(a.at))
-            .filter(endpoint::Column::Id.eq(a.endpoint.get()))
-            .exec(txn)
-            .await?;
-        endpoint::Entity::update_many()
-            .col_expr(endpoint::Column::Status, Expr::value(EndpointStatus::Disabled.as_str()))
-            .filter(endpoint::Column::Id.eq(a.endpoint.get()))
-            .filter(endpoint::Column::FailingSince.lte(a.at - disable_after))
-            .exec(txn)
-            .await?;
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl WebhookEndpoints for SeaOrmWebhooks {
     async fn create(&self, new: NewEndpoint) -> Result<Endpoint, CreateEndpointError> {
@@ -484,84 +203,5 @@ impl WebhookEndpoints for SeaOrmWebhooks {
     async fn delete(&self, owner: &KeyId, id: EndpointId) -> Result<bool, RepositoryError> {
         let owner = owner.clone();
         self.writer.write(move |txn| Box::pin(delete(txn, owner, id))).await
-    }
-}
-
-#[async_trait]
-impl WebhookDeliveries for SeaOrmWebhooks {
-    async fn claim(
-        &self,
-        now: DateTime<Utc>,
-        lease: Duration,
-        count: usize,
-        per_endpoint: usize,
-        busy: &[EndpointId],
-    ) -> Result<Vec<Due>, RepositoryError> {
-        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
-        let (busy, sizes) = (busy.to_vec(), (count, per_endpoint));
-        let claimed =
-            self.writer.write(move |txn| Box::pin(claim(txn, now, until, sizes, busy))).await?;
-        self.due(claimed).await
-    }
-
-    async fn record(
-        &self,
-        attempts: Vec<Attempted>,
-        disable_after: Duration,
-    ) -> Result<(), RepositoryError> {
-        let disable_after =
-            chrono::Duration::from_std(disable_after).unwrap_or(chrono::Duration::MAX);
-        self.writer.write(move |txn| Box::pin(record(txn, attempts, disable_after))).await
-    }
-
-    async fn attempts(
-        &self,
-        owner: &KeyId,
-        endpoint: EndpointId,
-        before: Option<AttemptId>,
-        count: usize,
-    ) -> Result<Option<Vec<Attempt>>, RepositoryError> {
-        if self.reads.run(owned(owner, endpoint).one(&self.readers)).await?.is_none() {
-            return Ok(None);
-        }
-        let mut query =
-            attempt::Entity::find().filter(attempt::Column::EndpointId.eq(endpoint.get()));
-        if let Some(before) = before {
-            query = query.filter(attempt::Column::Id.lt(before.get()));
-        }
-        let query = query
-            .order_by_desc(attempt::Column::Id)
-            .limit(u64::try_from(count).unwrap_or(u64::MAX));
-        let rows = self.reads.run(query.all(&self.readers)).await?;
-        rows.into_iter().map(to_attempt).collect::<Result<_, _>>().map(Some)
-    }
-
-    async fn release_leases(&self) -> Result<u64, RepositoryError> {
-        self.writer
-            .write(|txn| {
-                Box::pin(async move {
-                    if txn.get_database_backend() == DbBackend::Postgres {
-                        return Ok(0);
-                    }
-                    let done = delivery::Entity::update_many()
-                        .col_expr(delivery::Column::LeasedUntil, Expr::value(None::<DateTime<Utc>>))
-                        .filter(delivery::Column::LeasedUntil.is_not_null())
-                        .exec(txn)
-                        .await?;
-                    Ok(done.rows_affected)
-                })
-            })
-            .await
-    }
-
-    async fn backlog(&self) -> Result<Backlog, RepositoryError> {
-        let query = delivery::Entity::find()
-            .select_only()
-            .column_as(delivery::Column::Id.count(), "pending")
-            .column_as(delivery::Column::CreatedAt.min(), "oldest")
-            .into_tuple::<(i64, Option<DateTime<Utc>>)>();
-        let found = self.reads.run(query.one(&self.readers)).await?;
-        let (pending, oldest) = found.unwrap_or((0, None));
-        Ok(Backlog { pending: u64::try_from(pending).unwrap_or(0), oldest })
     }
 }
