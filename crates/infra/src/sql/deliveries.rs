@@ -1,7 +1,7 @@
 //! Webhook deliveries over SeaORM: claimed, recorded, and forgotten with their events.
 //!
 //! Deliveries are queued by the writer with the events they carry (see
-//! [`events`](super::events)). An instance claims the deliveries due by giving them a lease:
+//! [`event_rows`](super::event_rows)). An instance claims the deliveries due by giving them a lease:
 //! on PostgreSQL the due rows are picked `FOR UPDATE SKIP LOCKED`, so that instances
 //! claiming at once take different ones, and a leased row is not due again until its lease
 //! ends (an instance that dies mid-attempt leaves its lease to run out, and the delivery is
@@ -25,7 +25,7 @@ use sea_orm::{
 
 use super::entity::webhook_endpoint as endpoint;
 use super::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
-use super::events::to_event;
+use super::event_rows::to_event;
 use super::failure::corrupt;
 use super::webhooks::{SeaOrmWebhooks, owned, to_endpoint};
 

@@ -1,7 +1,7 @@
 //! What the stores hand the writer (see [`writer`](super::writer)): additions of pets, which
 //! the pets' statements merge per batch (see [`additions`](super::additions)), and any other
 //! statements, run one job after the other; then the events of every change the jobs made,
-//! in one statement (see [`events`](super::events)).
+//! in one statement (see [`event_rows`](super::event_rows)).
 
 use animal_store_domain::{
     IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError, to_the_second,
@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
 
 use super::additions::{Addition, add_all};
-use super::events;
+use super::event_rows;
 use super::writer::{self, JobMisused, Reply, Work, reply};
 
 /// The writer of a database, running its stores' jobs.
@@ -72,7 +72,7 @@ impl Work for Job {
                 changes.extend(statements.take_events());
             }
         }
-        events::record(txn, &changes).await
+        event_rows::record(txn, &changes).await
     }
 
     fn finish(self, outcome: Result<(), RepositoryError>) {

@@ -25,6 +25,7 @@ mod changes;
 mod connector;
 mod deliveries;
 mod entity;
+mod event_rows;
 mod events;
 mod failure;
 mod idempotency;
