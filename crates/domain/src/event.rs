@@ -106,6 +106,16 @@ pub enum EventObject {
     Order(Order),
 }
 
+impl EventObject {
+    /// Whose it is: an order's owner; `None`, everybody's, for a pet.
+    pub const fn owner(&self) -> Option<&KeyId> {
+        match self {
+            Self::Pet(_) => None,
+            Self::Order(order) => Some(&order.owner),
+        }
+    }
+}
+
 /// A change to record as an event, before the store gives it its id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewEvent {
@@ -171,10 +181,7 @@ pub struct Event {
 impl Event {
     /// Whose event it is: an order's owner; `None`, everybody's, for a pet's.
     pub const fn owner(&self) -> Option<&KeyId> {
-        match &self.object {
-            EventObject::Pet(_) => None,
-            EventObject::Order(order) => Some(&order.owner),
-        }
+        self.object.owner()
     }
 
     /// Whether the keys of `owner` see it: every pet's event, their own orders' events.

@@ -20,8 +20,8 @@
 //!   use cases.
 //! - [`rate_limit`]: rate-limit windows and the decision to admit a request, as pure functions,
 //!   and the [`RateLimiter`] port.
-//! - [`webhook`]: webhook endpoints, their addresses and secrets; [`webhooks`]: the
-//!   endpoints' use cases, and the deliverer.
+//! - [`webhook`]: webhook endpoints and their secrets; [`webhook_url`]: their addresses;
+//!   [`webhooks`]: the endpoints' use cases, and the deliverer.
 //! - [`delivery`]: deliveries of events to endpoints, their attempts and their schedule.
 //! - [`ports`]: the traits adapters implement (storage, clock).
 //! - [`service`]: the pet use cases the HTTP layer calls; [`keys`]: the key use cases of
@@ -51,6 +51,7 @@ pub mod repository_error;
 pub mod scope;
 pub mod service;
 pub mod webhook;
+pub mod webhook_url;
 pub mod webhooks;
 
 pub use api_key::{

@@ -92,17 +92,8 @@ impl WebhookEndpoints for MemoryPetRepository {
             return Err(CreateEndpointError::TooMany);
         }
         hooks.last_endpoint += 1;
-        let NewEndpoint { owner, url, events, secret, at } = new;
         let id = EndpointId::new(hooks.last_endpoint);
-        let endpoint = Endpoint {
-            id,
-            owner,
-            url,
-            events,
-            status: EndpointStatus::Enabled,
-            secret,
-            created_at: at,
-        };
+        let endpoint = new.registered(id);
         hooks.endpoints.insert(id, Registered { endpoint: endpoint.clone(), failing_since: None });
         Ok(endpoint)
     }

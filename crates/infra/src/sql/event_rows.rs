@@ -97,10 +97,7 @@ impl Columns {
     fn of(event: &NewEvent) -> Result<Self, DbErr> {
         let object = serde_json::to_string(&Stored::of(&event.object))
             .map_err(|e| DbErr::Custom(format!("cannot write an event's object: {e}")))?;
-        let owner = match &event.object {
-            EventObject::Order(order) => Some(order.owner.as_str().to_owned()),
-            EventObject::Pet(_) => None,
-        };
+        let owner = event.object.owner().map(|owner| owner.as_str().to_owned());
         Ok(Self { event_type: event.kind.as_str(), owner, created_at: event.at, object })
     }
 }

@@ -105,17 +105,7 @@ async fn create(
         failing_since: Set(None),
     };
     let id = insert_one(txn, endpoint::Entity::insert(row).into_query()).await?;
-    let NewEndpoint { owner, url, events, secret, at } = new;
-    let id = EndpointId::new(id);
-    Ok(Ok(Endpoint {
-        id,
-        owner,
-        url,
-        events,
-        status: EndpointStatus::Enabled,
-        secret,
-        created_at: at,
-    }))
+    Ok(Ok(new.registered(EndpointId::new(id))))
 }
 
 /// In `txn`: applies `patch` to `owner`'s endpoint `id`. Enabling an endpoint starts its
