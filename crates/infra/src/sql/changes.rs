@@ -116,8 +116,8 @@ impl PetReaders {
     async fn counts(&self) -> Result<Vec<(String, i64)>, DbErr> {
         match self {
             Self::Sqlite(threads) => {
-                let row = |row: &sea_orm_sync::QueryResult| {
-                    Ok((row.try_get("", "status")?, row.try_get("", "pets")?))
+                let row = |row: &sea_query_rusqlite::rusqlite::Row<'_>| {
+                    Ok((row.get("status")?, row.get("pets")?))
                 };
                 threads.query_all(counts(DbBackend::Sqlite), row).await
             }

@@ -44,14 +44,14 @@ pub(super) fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
 }
 
 /// A row the reader threads read: the columns of [`pet::Model`], by name.
-pub(super) fn from_sync_row(
-    row: &sea_orm_sync::QueryResult,
-) -> Result<pet::Model, sea_orm_sync::DbErr> {
+pub(super) fn from_sqlite_row(
+    row: &sea_query_rusqlite::rusqlite::Row<'_>,
+) -> sea_query_rusqlite::rusqlite::Result<pet::Model> {
     Ok(pet::Model {
-        id: row.try_get("", "id")?,
-        name: row.try_get("", "name")?,
-        category_id: row.try_get("", "category_id")?,
-        status: row.try_get("", "status")?,
+        id: row.get("id")?,
+        name: row.get("name")?,
+        category_id: row.get("category_id")?,
+        status: row.get("status")?,
     })
 }
 

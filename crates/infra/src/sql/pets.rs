@@ -19,7 +19,7 @@ use sea_orm::{
 
 use super::entity::pet;
 use super::job::Writer;
-use super::pet_rows::{from_sync_row, to_pet};
+use super::pet_rows::{from_sqlite_row, to_pet};
 use super::pg_readers::PgReaders;
 use super::reachability::Reads;
 use super::reader_threads::ReaderThreads;
@@ -51,7 +51,7 @@ impl PetReaders {
     async fn read(&self, query: impl QueryTrait) -> Result<Vec<pet::Model>, DbErr> {
         match self {
             Self::Sqlite(threads) => {
-                threads.query_all(query.build(DbBackend::Sqlite), from_sync_row).await
+                threads.query_all(query.build(DbBackend::Sqlite), from_sqlite_row).await
             }
             Self::Postgres(pg_readers) => {
                 let rows = pg_readers.query_all(query.build(DbBackend::Postgres)).await?;

@@ -1,10 +1,17 @@
-//! SQLite reads on threads of their own.
+//! SQLite reads on the caller's thread, or on threads of their own when they must wait.
 //!
 //! A read through sqlx-sqlite hops between threads several times: the request's task hands
 //! the query to the connection's worker thread, which hands each row back. Those hops, not
-//! SQLite, were most of the cost of a page (see docs/benchmarks.md). Here a few threads each
-//! own one connection of the synchronous SeaORM (`sea-orm-sync` over rusqlite) and take
-//! reads from one queue: a read costs one hop there and one back.
+//! SQLite, were most of the cost of a page (see docs/benchmarks.md). Here reads use
+//! rusqlite's connections directly, SeaORM's statements bound by `sea-query-rusqlite`:
+//!
+//! - a read first takes a free connection of a few kept for the callers' threads and runs
+//!   there, at once: an indexed page of the pets costs SQLite a few microseconds, less than
+//!   waking another thread would. Those connections never wait for a lock (`busy_timeout`
+//!   0), so a caller's thread, a runtime worker, is never held waiting;
+//! - a read that finds no connection free, or that met a lock (a WAL recovery, an
+//!   operator's `VACUUM`), goes to a few threads that each own a connection which waits
+//!   for locks, and take reads from one queue: one hop there and one back.
 //!
 //! The connections are read-only (`PRAGMA query_only`): every write still goes through the
 //! writer (see `writer.rs`). Under WAL they read beside it without waiting.
@@ -12,51 +19,66 @@
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use sea_orm::{DbErr, RuntimeErr};
-use sea_orm_sync::{ConnectionTrait as _, DatabaseConnection};
+use sea_query_rusqlite::rusqlite::{self, Connection, OpenFlags};
+use sea_query_rusqlite::{RusqliteValue, RusqliteValues};
 use tokio::sync::oneshot;
 
 use super::connector::SQLITE_READER_CACHE_KIB;
 
-/// How long a reader waits for SQLite's locks (a WAL recovery, an operator's
+/// How long a reader thread waits for SQLite's locks (a WAL recovery, an operator's
 /// `VACUUM`) before its read fails.
-const BUSY_TIMEOUT_MS: u32 = 5_000;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-type Job = Box<dyn FnOnce(&DatabaseConnection) + Send>;
+type Job = Box<dyn FnOnce(&Connection) + Send>;
 
 enum Message {
     Run(Job),
     Stop,
 }
 
-/// Threads that each own a read-only connection to one SQLite file.
+/// A read: runs on whichever connection takes it, at most twice (on the caller's thread,
+/// then on a reader thread when it met a lock there).
+pub(super) trait Read<T>: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static {}
+
+impl<T, F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static> Read<T> for F {}
+
+/// Read-only connections to one SQLite file: some for the callers' own threads, and threads
+/// that each own one.
 pub(super) struct ReaderThreads {
+    /// The connections a read takes on its caller's thread when one is free; `None` once
+    /// closed.
+    inline: Box<[Mutex<Option<Connection>>]>,
     jobs: Sender<Message>,
     closed: AtomicBool,
-    threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl ReaderThreads {
-    /// Starts `count` threads, each with its own connection to the file at `path`, once
-    /// every connection is open.
+    /// Opens `count` connections for the callers' threads, and starts `count` threads, each
+    /// with its own connection to the file at `path`, once every connection is open.
     ///
     /// # Errors
     ///
     /// The first connection that cannot be opened; the threads started are stopped.
     pub(super) fn start(path: &Path, count: usize) -> Result<Self, DbErr> {
-        let url = format!("sqlite:{}?mode=rw", path.display());
+        let inline = (0..count)
+            .map(|_| open_connection(path, Duration::ZERO).map(|c| Mutex::new(Some(c))))
+            .collect::<Result<_, _>>()?;
         let (jobs, queue) = crossbeam_channel::unbounded();
         let readers =
-            Self { jobs, closed: AtomicBool::new(false), threads: std::sync::Mutex::default() };
+            Self { inline, jobs, closed: AtomicBool::new(false), threads: Mutex::default() };
         for index in 0..count {
             let (opened, open) = std::sync::mpsc::channel();
-            let (url, queue) = (url.clone(), queue.clone());
+            let (path, queue) = (path.to_owned(), queue.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("sqlite-reader-{index}"))
-                .spawn(move || match open_connection(&url) {
+                .spawn(move || match open_connection(&path, BUSY_TIMEOUT) {
                     Ok(connection) => {
                         let _ = opened.send(Ok(()));
                         serve(&connection, &queue);
@@ -66,56 +88,82 @@ impl ReaderThreads {
                         let _ = opened.send(Err(err));
                     }
                 })
-                .map_err(|err| internal(format!("cannot start a reader thread: {err}")))?;
+                .map_err(|err| internal(format_args!("cannot start a reader thread: {err}")))?;
             readers.lock_threads().push(thread);
             match open.recv() {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => return Err(err),
-                Err(_) => return Err(internal("a reader thread ended while opening".to_owned())),
+                Err(_) => return Err(internal("a reader thread ended while opening")),
             }
         }
         Ok(readers)
     }
 
-    /// Runs `read` on one of the threads and waits for its result. A read whose caller
-    /// stopped waiting before a thread took it is skipped.
-    pub(super) async fn run<T: Send + 'static>(
-        &self,
-        read: impl FnOnce(&DatabaseConnection) -> Result<T, sea_orm_sync::DbErr> + Send + 'static,
-    ) -> Result<T, DbErr> {
+    /// Runs `read` on the caller's thread if a connection for it is free and no lock is in
+    /// the way, otherwise on one of the threads, and waits for its result there. A read
+    /// whose caller stopped waiting before a thread took it is skipped.
+    pub(super) async fn run<T: Send + 'static>(&self, read: impl Read<T>) -> Result<T, DbErr> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
+        }
+        if let Some(done) = self.run_here(&read) {
+            return done;
         }
         let (done, result) = oneshot::channel();
         let job: Job = Box::new(move |connection| {
             if !done.is_closed() {
-                let _ = done.send(read(connection).map_err(|err| internal(err.to_string())));
+                let _ = done.send(read(connection).map_err(internal));
             }
         });
         self.jobs.send(Message::Run(job)).map_err(|_| closed())?;
         // The job is dropped unanswered when its thread panicked or the threads stopped.
-        result.await.map_err(|_| internal("the read did not complete".to_owned()))?
+        result.await.map_err(|_| internal("the read did not complete"))?
     }
 
-    /// Runs `statement`, built for SQLite by the async SeaORM, on one of the threads, each
-    /// row read by `row`.
+    /// Runs `read` on the first free connection for the callers' threads; `None` when none
+    /// is free, or when SQLite would have had to wait for a lock.
+    fn run_here<T>(&self, read: &impl Read<T>) -> Option<Result<T, DbErr>> {
+        let slot = self.inline.iter().find_map(|slot| slot.try_lock().ok())?;
+        let connection = slot.as_ref()?;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| read(connection))) {
+            Ok(Err(err)) if is_busy(&err) => None,
+            Ok(result) => Some(result.map_err(internal)),
+            Err(_) => {
+                tracing::error!("a database read panicked");
+                Some(Err(internal("the read did not complete")))
+            }
+        }
+    }
+
+    /// Runs `statement`, built for SQLite by SeaORM, each row read by `row`. Each
+    /// connection prepares a statement once and keeps it for the next read of the same SQL.
     pub(super) async fn query_all<T: Send + 'static>(
         &self,
         statement: sea_orm::Statement,
-        row: fn(&sea_orm_sync::QueryResult) -> Result<T, sea_orm_sync::DbErr>,
+        row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, DbErr> {
         let sea_orm::Statement { sql, values, .. } = statement;
-        let statement =
-            sea_orm_sync::Statement { sql, values, db_backend: sea_orm_sync::DbBackend::Sqlite };
-        self.run(move |connection| connection.query_all_raw(statement)?.iter().map(row).collect())
-            .await
+        let values = RusqliteValues(
+            values.map(|v| v.0).unwrap_or_default().into_iter().map(RusqliteValue).collect(),
+        );
+        self.run(move |connection| {
+            let mut prepared = connection.prepare_cached(&sql)?;
+            let rows = prepared.query_map(&*values.as_params(), row)?;
+            rows.collect()
+        })
+        .await
     }
 
-    /// Lets the reads already queued finish, then stops the threads, which close their
-    /// connections. Later reads fail.
+    /// Closes the callers' connections (a read on one is waited for), lets the reads
+    /// already queued finish, then stops the threads, which close theirs. Later reads fail.
     pub(super) fn stop(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
+        }
+        for slot in &self.inline {
+            if let Some(connection) = lock(slot).take() {
+                close(connection);
+            }
         }
         let threads = std::mem::take(&mut *self.lock_threads());
         for _ in &threads {
@@ -126,9 +174,21 @@ impl ReaderThreads {
         }
     }
 
-    fn lock_threads(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
-        self.threads.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock_threads(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
+        lock(&self.threads)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether `err` is SQLite's answer that a lock is held (`SQLITE_BUSY`, `SQLITE_LOCKED`).
+fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 impl Drop for ReaderThreads {
@@ -137,24 +197,25 @@ impl Drop for ReaderThreads {
     }
 }
 
-fn open_connection(url: &str) -> Result<DatabaseConnection, DbErr> {
-    let connection =
-        sea_orm_sync::Database::connect(url).map_err(|err| internal(err.to_string()))?;
+/// A read-only connection to the file at `path` that waits `busy_timeout` for a lock before
+/// it fails. The file must exist: the writer creates it and migrates it first.
+fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, DbErr> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(path, flags).map_err(internal)?;
     // The busy timeout first: from then on, a lock another connection holds (a migration, a
     // change of journal mode) is waited for rather than failed on.
-    for pragma in [
-        format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"),
-        "PRAGMA query_only = ON".to_owned(),
-        format!("PRAGMA cache_size = -{SQLITE_READER_CACHE_KIB}"),
-    ] {
-        connection.execute_unprepared(&pragma).map_err(|err| internal(err.to_string()))?;
-    }
+    connection.busy_timeout(busy_timeout).map_err(internal)?;
+    connection
+        .execute_batch(&format!(
+            "PRAGMA query_only = ON; PRAGMA cache_size = -{SQLITE_READER_CACHE_KIB};"
+        ))
+        .map_err(internal)?;
     Ok(connection)
 }
 
 /// A thread's loop: jobs until told to stop or the queue is gone. A job that panics is
 /// logged and dropped (its caller sees a failed read); the thread goes on.
-fn serve(connection: &DatabaseConnection, queue: &Receiver<Message>) {
+fn serve(connection: &Connection, queue: &Receiver<Message>) {
     while let Ok(Message::Run(job)) = queue.recv() {
         if std::panic::catch_unwind(AssertUnwindSafe(|| job(connection))).is_err() {
             tracing::error!("a database read panicked");
@@ -167,16 +228,94 @@ fn serve(connection: &DatabaseConnection, queue: &Receiver<Message>) {
 /// global mutex and a file's lock mutex in opposite orders when a closing connection tries
 /// the lock that folds the WAL (rusqlite issue 1860, fixed in later SQLite). The writer and
 /// the other readers close after these threads, one after the other (`Database::close`).
-fn close(connection: DatabaseConnection) {
-    static CLOSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    drop(connection);
+fn close(connection: Connection) {
+    static CLOSING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = lock(&CLOSING);
+    if let Err((_, err)) = connection.close() {
+        tracing::warn!("a database reader did not close cleanly: {err}");
+    }
 }
 
-fn internal(message: String) -> DbErr {
-    DbErr::Query(RuntimeErr::Internal(message))
+fn internal(message: impl std::fmt::Display) -> DbErr {
+    DbErr::Query(RuntimeErr::Internal(message.to_string()))
 }
 
 fn closed() -> DbErr {
-    internal("the database is closed".to_owned())
+    internal("the database is closed")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// Where a read ran: the caller's thread, or a reader thread.
+    fn thread_name() -> String {
+        std::thread::current().name().unwrap_or_default().to_owned()
+    }
+
+    fn readers() -> (tempfile::TempDir, ReaderThreads) {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("store.db");
+        Connection::open(&path)
+            .expect("create")
+            .execute_batch("PRAGMA journal_mode = WAL")
+            .unwrap();
+        let readers = ReaderThreads::start(&path, 2).expect("start");
+        (dir, readers)
+    }
+
+    #[tokio::test]
+    async fn a_read_runs_on_its_callers_thread_when_a_connection_is_free() {
+        let (_dir, readers) = readers();
+        let caller = thread_name();
+        let ran = readers.run(|c| c.query_row("SELECT 1", [], |_| Ok(thread_name()))).await;
+        assert_eq!(ran.expect("read"), caller);
+    }
+
+    /// A lock met on the caller's thread is not waited for there (it would hold a worker
+    /// of the runtime): the read runs again on a reader thread, whose connection waits.
+    #[tokio::test]
+    async fn a_read_that_meets_a_lock_runs_again_on_a_reader_thread() {
+        let (_dir, readers) = readers();
+        let tries = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&tries);
+        let ran = readers
+            .run(move |_| {
+                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let busy = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY);
+                    return Err(rusqlite::Error::SqliteFailure(busy, None));
+                }
+                Ok(thread_name())
+            })
+            .await;
+        assert!(ran.expect("read").starts_with("sqlite-reader-"));
+        assert_eq!(tries.load(Ordering::SeqCst), 2);
+    }
+
+    /// Any other failure is the read's answer: it is not tried twice.
+    #[tokio::test]
+    async fn a_read_that_fails_otherwise_fails_once() {
+        let (_dir, readers) = readers();
+        let tries = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&tries);
+        let ran = readers
+            .run(move |c| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                c.query_row("SELECT * FROM no_such_table", [], |_| Ok(()))
+            })
+            .await;
+        assert!(ran.expect_err("no such table").to_string().contains("no_such_table"));
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn reads_after_stop_fail() {
+        let (_dir, readers) = readers();
+        readers.stop();
+        let ran = readers.run(|c| c.query_row("SELECT 1", [], |row| row.get::<_, i64>(0))).await;
+        assert!(ran.expect_err("closed").to_string().contains("closed"));
+    }
 }
