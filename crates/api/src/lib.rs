@@ -55,7 +55,7 @@ use poem::{EndpointExt, IntoEndpoint, Response, Route, get};
 use middleware::Stack as _;
 
 pub use openapi::API_VERSION;
-pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
+pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL, Services};
 
 use published::Published;
 use routes::RouteTable;

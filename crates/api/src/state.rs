@@ -12,9 +12,29 @@ use crate::client_address::ClientAddressing;
 use crate::probes::Readiness;
 use crate::telemetry::SharedExporter;
 
-/// The services and settings the API runs on. Cheap to clone.
+/// The services and settings the API runs on, shared: a clone is one reference counted, as
+/// every request's is (`app` hands the state to each).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    /// The state of `services`.
+    #[must_use]
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// The services and settings the API runs on (see [`AppState`]).
+pub struct Services {
     /// The pet catalogue.
     pub pets: PetService,
     /// Orders, each visible to its owner only.

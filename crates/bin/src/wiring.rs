@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use animal_store_api::probes::Readiness;
 use animal_store_api::telemetry::SharedExporter;
-use animal_store_api::{ApiConfig, AppState};
+use animal_store_api::{ApiConfig, AppState, Services};
 use std::time::Duration;
 
 use animal_store_domain::{
@@ -207,7 +207,7 @@ impl Wiring {
             Limiter::Given(limiter) => limiter,
         };
         let keys = Arc::new(CachedApiKeyStore::new(keys, clock.clone()));
-        AppState {
+        AppState::new(Services {
             pets: PetService::new(pets, changes),
             orders: OrderService::new(orders, clock.clone()),
             idempotency: IdempotencyService::new(idempotency, clock.clone()),
@@ -225,6 +225,6 @@ impl Wiring {
             config: Arc::new(config),
             readiness: Arc::new(Readiness::new(health_checks)),
             metrics,
-        }
+        })
     }
 }

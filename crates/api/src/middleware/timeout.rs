@@ -6,14 +6,16 @@ use std::sync::Arc;
 use poem::http::{HeaderValue, header};
 use poem::{IntoResponse, Request, Response};
 
-use super::{Next, respond, state};
+use super::{Next, respond};
 use crate::error::{ApiError, ErrorCode};
-use crate::state::DEFAULT_REQUEST_TIMEOUT;
+use crate::state::{AppState, DEFAULT_REQUEST_TIMEOUT};
 
 /// Answers 503 for the request when the layers inside take longer than
 /// `ApiConfig::request_timeout`.
 pub async fn request_timeout(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
-    let limit = state(&req).map_or(DEFAULT_REQUEST_TIMEOUT, |state| state.config.request_timeout);
+    let limit = req
+        .data::<AppState>()
+        .map_or(DEFAULT_REQUEST_TIMEOUT, |state| state.config.request_timeout);
     if let Ok(response) = tokio::time::timeout(limit, respond(ep.as_ref(), req)).await {
         return Ok(response);
     }

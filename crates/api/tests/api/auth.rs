@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_api::{ApiConfig, AppState, app};
+use animal_store_api::{ApiConfig, AppState, Services, app};
 use animal_store_domain::{
     ApiKeyStore, Clock, Environment, KeyService, OrderService, PetService, Plan, RateLimitPolicy,
     RepositoryError,
@@ -165,7 +165,7 @@ async fn an_unreachable_key_store_is_503() {
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::at_unix(NOW));
     let keys = KeyService::new(Arc::new(UnreachableKeys), clock.clone(), Environment::Production);
     let (_, secret) = animal_store_domain::ApiKeySecret::generate(Environment::Production);
-    let state = AppState {
+    let state = AppState::new(Services {
         pets: PetService::new(
             Arc::new(MemoryPetRepository::new()),
             Arc::new(MemoryPetRepository::new()),
@@ -187,7 +187,7 @@ async fn an_unreachable_key_store_is_503() {
         config: Arc::new(ApiConfig::default()),
         readiness: Arc::default(),
         metrics: None,
-    };
+    });
     let resp = app(state)
         .call(
             poem::Request::builder()

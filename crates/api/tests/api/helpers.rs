@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use animal_store_api::probes::Readiness;
-use animal_store_api::{ApiConfig, AppState, app};
+use animal_store_api::{ApiConfig, AppState, Services, app};
 use animal_store_domain::{
     Environment, KeyService, OrderService, Pet, PetRepository, PetService, Plan, RateLimitPolicy,
 };
@@ -69,7 +69,7 @@ impl Harness {
         );
         // Business: room for every test's requests within one minute of the manual clock.
         let key = keys.issue(None, Plan::Business).await.expect("issue").secret.expose().to_owned();
-        let state = AppState {
+        let state = AppState::new(Services {
             // No test of this crate changes pets, places orders or uses idempotency keys: they
             // have stores of their own.
             pets: PetService::new(pets.clone(), Arc::new(MemoryPetRepository::new())),
@@ -90,7 +90,7 @@ impl Harness {
             config: Arc::new(ApiConfig::default()),
             readiness,
             metrics: None,
-        };
+        });
         Self { client: TestClient::new(app(state)), pets, keys, clock, key }
     }
 
