@@ -107,6 +107,33 @@ impl TestClock {
     }
 }
 
+/// What runs the server: itself, or a shell that first limits its file descriptors or
+/// gives it an `/etc/hosts` of its own.
+enum Wrap {
+    None,
+    Descriptors(u32),
+    Hosts(PathBuf),
+}
+
+/// Whether this machine lets a test give a server an `/etc/hosts` of its own (a mount
+/// namespace: root, with `unshare` and `mount`).
+pub fn private_hosts_supported() -> bool {
+    Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "mount",
+            "--bind",
+            "/etc/hosts",
+            "/etc/hosts",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 /// A running server.
 pub struct Server {
     child: Child,
@@ -129,7 +156,19 @@ impl Server {
 
     /// [`Server::start`] with `RUST_LOG` set to `log`.
     pub fn start_logging(database_url: &str, dir: PathBuf, extra: &[&str], log: &str) -> Self {
-        Self::start_with(database_url, dir, extra, log, None)
+        Self::start_with(database_url, dir, extra, log, Wrap::None)
+    }
+
+    /// [`Server::start`] in a mount namespace of its own in which `/etc/hosts` is the file
+    /// `hosts`: the names the server resolves are those the test writes there, and change
+    /// when it rewrites the file in place. Needs root (see [`private_hosts_supported`]).
+    pub fn start_with_hosts(
+        database_url: &str,
+        dir: PathBuf,
+        extra: &[&str],
+        hosts: &Path,
+    ) -> Self {
+        Self::start_with(database_url, dir, extra, "info", Wrap::Hosts(hosts.to_path_buf()))
     }
 
     /// [`Server::start`] in a process whose limit on open file descriptors is `limit`
@@ -140,25 +179,26 @@ impl Server {
         extra: &[&str],
         limit: u32,
     ) -> Self {
-        Self::start_with(database_url, dir, extra, "info", Some(limit))
+        Self::start_with(database_url, dir, extra, "info", Wrap::Descriptors(limit))
     }
 
     #[allow(clippy::zombie_processes, reason = "Drop kills and waits for the server")]
-    fn start_with(
-        database_url: &str,
-        dir: PathBuf,
-        extra: &[&str],
-        log: &str,
-        descriptors: Option<u32>,
-    ) -> Self {
+    fn start_with(database_url: &str, dir: PathBuf, extra: &[&str], log: &str, wrap: Wrap) -> Self {
         let port_dir = tempfile::tempdir().expect("a temporary directory");
         let ready_file = port_dir.path().join("ready.json");
-        let mut command = match descriptors {
-            None => Command::new(BIN),
-            Some(limit) => {
-                // The shell execs the server, which keeps its pid.
+        // A shell execs the server, which keeps its pid.
+        let mut command = match wrap {
+            Wrap::None => Command::new(BIN),
+            Wrap::Descriptors(limit) => {
                 let mut shell = Command::new("sh");
                 shell.args(["-c", &format!("ulimit -n {limit} && exec \"$0\" \"$@\""), BIN]);
+                shell
+            }
+            Wrap::Hosts(hosts) => {
+                let mut shell = Command::new("unshare");
+                let script = "mount --bind \"$1\" /etc/hosts && shift && exec \"$0\" \"$@\"";
+                shell.args(["--mount", "--propagation", "private", "sh", "-c", script, BIN]);
+                shell.arg(hosts);
                 shell
             }
         };

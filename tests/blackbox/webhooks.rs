@@ -509,6 +509,53 @@ async fn an_address_refused_since_registration_is_refused_at_every_attempt() {
     receiver.stop();
 }
 
+/// DNS rebinding: a name that resolved to a public address when its endpoint was
+/// registered, and resolves to loopback when a delivery is attempted, is refused at the
+/// attempt; nothing reaches the receiver behind it. The server resolves names through an
+/// `/etc/hosts` of its own (a mount namespace), which the test rewrites in place between
+/// the registration and the delivery. Skipped where no mount namespace can be made (not
+/// root).
+#[tokio::test]
+async fn a_name_that_resolves_elsewhere_at_delivery_is_refused_there() {
+    if !crate::harness::private_hosts_supported() {
+        eprintln!("skipped: a mount namespace with its own /etc/hosts needs root");
+        return;
+    }
+    let db = Db::sqlite();
+    let client = Client::new(&db.key("business"));
+    let receiver = Receiver::start(Vec::new()).await;
+    let hosts = db.path().join("hosts");
+    // A documentation address (TEST-NET-3): public, never connected to.
+    std::fs::write(&hosts, "127.0.0.1 localhost\n203.0.113.7 rebinding.test\n").unwrap();
+    let server = Server::start_with_hosts(
+        &db.url,
+        db.path().to_path_buf(),
+        &["--webhook-retry-unit", "1ms"],
+        &hosts,
+    );
+    // https, as every endpoint without --webhooks-allow-private: an attempt that went ahead
+    // would reach the plain-HTTP receiver and fail its handshake, a `connection_error`.
+    let url = format!("https://rebinding.test:{}/hook", receiver.port);
+    let endpoint = json(register(&client, &server, &json!({"url": url})).await).await;
+    assert_eq!(endpoint["url"], url.as_str(), "registered while the name was public: {endpoint}");
+
+    // The same file (the mount holds its inode), now naming loopback.
+    std::fs::write(&hosts, "127.0.0.1 localhost\n127.0.0.1 rebinding.test\n").unwrap();
+    add_pet(&client, &server, "Rex").await;
+    let deliveries = server.url(&format!("/v1/webhook_endpoints/{}/deliveries", endpoint["id"]));
+    let mut first = Value::Null;
+    for _ in 0..200 {
+        first = json(client.get(&deliveries).await).await[0].clone();
+        if !first.is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(first["outcome"], "refused_address", "{first}");
+    assert!(receiver.received().is_empty(), "nothing reached the loopback receiver");
+    receiver.stop();
+}
+
 #[tokio::test]
 async fn two_instances_on_postgres_deliver_each_event_once_per_endpoint() {
     let Some(db) = Db::postgres().await else {
