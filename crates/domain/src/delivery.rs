@@ -114,6 +114,28 @@ pub struct Due {
     pub event: Event,
 }
 
+impl Due {
+    /// This attempt, made `at`, to record: what came of it, and when the next is due
+    /// (`None` once delivered, or given up).
+    #[must_use]
+    pub fn attempted(
+        &self,
+        at: DateTime<Utc>,
+        outcome: Outcome,
+        next_attempt_at: Option<DateTime<Utc>>,
+    ) -> Attempted {
+        Attempted {
+            delivery: self.delivery,
+            endpoint: self.endpoint.id,
+            event: self.event.id,
+            attempt: self.attempt,
+            at,
+            outcome,
+            next_attempt_at,
+        }
+    }
+}
+
 /// An attempt made, to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempted {

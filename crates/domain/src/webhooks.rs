@@ -252,15 +252,7 @@ impl Deliverer {
             let jitter = rand::rng().random_range(-1.0..=1.0);
             self.schedule.next(due.attempt, at, jitter)
         };
-        Attempted {
-            delivery: due.delivery,
-            endpoint: due.endpoint.id,
-            event: due.event.id,
-            attempt: due.attempt,
-            at,
-            outcome,
-            next_attempt_at,
-        }
+        due.attempted(at, outcome, next_attempt_at)
     }
 
     /// Records `attempts`.

@@ -58,23 +58,6 @@ async fn claim(stores: &WebhookStores<'_>, at: DateTime<Utc>, count: usize) -> V
     stores.deliveries.claim(at, LEASE, count, 100, &[]).await.expect("claim")
 }
 
-fn attempted(
-    due: &Due,
-    outcome: Outcome,
-    at: DateTime<Utc>,
-    next: Option<DateTime<Utc>>,
-) -> Attempted {
-    Attempted {
-        delivery: due.delivery,
-        endpoint: due.endpoint.id,
-        event: due.event.id,
-        attempt: due.attempt,
-        at,
-        outcome,
-        next_attempt_at: next,
-    }
-}
-
 /// Checks the webhooks of `stores`.
 pub async fn webhooks(stores: &WebhookStores<'_>) {
     let (alice, bob) = registered(stores).await;
@@ -140,7 +123,7 @@ async fn queued(stores: &WebhookStores<'_>, alice: EndpointId, bob: EndpointId) 
     assert!(due.iter().all(|d| d.attempt == 1), "first attempts");
     assert!(claim(stores, later(1), 100).await.is_empty(), "leased: not claimed again");
     let record: Vec<Attempted> =
-        due.iter().map(|d| attempted(d, Outcome::Status(204), later(2), None)).collect();
+        due.iter().map(|d| d.attempted(later(2), Outcome::Status(204), None)).collect();
     stores.deliveries.record(record, Duration::from_secs(3600)).await.expect("record");
     assert!(claim(stores, later(3600), 100).await.is_empty(), "delivered: never again");
     let backlog = stores.deliveries.backlog().await.expect("backlog");
@@ -153,10 +136,10 @@ async fn attempts(stores: &WebhookStores<'_>, alice: EndpointId) {
     let (due, others): (Vec<Due>, Vec<Due>) =
         claim(stores, later(10), 100).await.into_iter().partition(|d| d.endpoint.id == alice);
     assert_eq!((due.len(), others.len()), (1, 1), "Alice's endpoint and Bob's");
-    let delivered = others.iter().map(|d| attempted(d, Outcome::Status(200), later(11), None));
+    let delivered = others.iter().map(|d| d.attempted(later(11), Outcome::Status(200), None));
     stores.deliveries.record(delivered.collect(), Duration::from_secs(3600)).await.expect("record");
     assert_eq!(due[0].event.object, animal_store_domain::EventObject::Pet(max));
-    let first = attempted(&due[0], Outcome::Status(500), later(11), Some(later(20)));
+    let first = due[0].attempted(later(11), Outcome::Status(500), Some(later(20)));
     stores.deliveries.record(vec![first], Duration::from_secs(3600)).await.expect("record");
     assert!(
         claim(stores, later(19), 100).await.iter().all(|d| d.endpoint.id != alice),
@@ -168,7 +151,7 @@ async fn attempts(stores: &WebhookStores<'_>, alice: EndpointId) {
         .filter(|d| d.endpoint.id == alice)
         .collect();
     assert_eq!((again.len(), again[0].attempt), (1, 2), "due again, as the second attempt");
-    let second = attempted(&again[0], Outcome::Timeout, later(21), None);
+    let second = again[0].attempted(later(21), Outcome::Timeout, None);
     stores.deliveries.record(vec![second], Duration::from_secs(3600)).await.expect("record");
     assert!(claim(stores, later(100_000), 100).await.iter().all(|d| d.endpoint.id != alice));
     let alice_owner = owner("alice0000000");
@@ -210,11 +193,11 @@ async fn disabling(stores: &WebhookStores<'_>, bob: EndpointId) {
         claim(stores, later(30), 100).await.into_iter().filter(|d| d.endpoint.id == bob).collect();
     assert_eq!(due.len(), 1);
     let hour = Duration::from_secs(3600);
-    let failed = attempted(&due[0], Outcome::ConnectionError, later(31), Some(later(40)));
+    let failed = due[0].attempted(later(31), Outcome::ConnectionError, Some(later(40)));
     stores.deliveries.record(vec![failed], hour).await.expect("record");
     let again: Vec<Due> =
         claim(stores, later(40), 100).await.into_iter().filter(|d| d.endpoint.id == bob).collect();
-    let late = attempted(&again[0], Outcome::Status(503), later(31 + 3600), Some(later(8000)));
+    let late = again[0].attempted(later(31 + 3600), Outcome::Status(503), Some(later(8000)));
     stores.deliveries.record(vec![late], hour).await.expect("record");
     let disabled = stores.endpoints.get(&bob_owner, bob).await.expect("get").expect("kept");
     assert_eq!(disabled.status, EndpointStatus::Disabled, "failing for an hour: disabled");
@@ -229,7 +212,7 @@ async fn disabling(stores: &WebhookStores<'_>, bob: EndpointId) {
         .collect();
     assert_eq!(resumed.len(), 1, "what waited resumes; an event made while disabled is not queued");
     assert_eq!(resumed[0].attempt, 3);
-    let failed = attempted(&resumed[0], Outcome::Status(500), later(9001), Some(later(9010)));
+    let failed = resumed[0].attempted(later(9001), Outcome::Status(500), Some(later(9010)));
     stores.deliveries.record(vec![failed], hour).await.expect("record");
     let kept = stores.endpoints.get(&bob_owner, bob).await.expect("get").expect("kept");
     assert_eq!(kept.status, EndpointStatus::Enabled, "enabled again, its failing hour starts over");

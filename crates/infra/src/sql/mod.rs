@@ -24,6 +24,7 @@ mod additions;
 mod changes;
 mod connector;
 mod deliveries;
+mod delivery_claims;
 mod entity;
 mod event_rows;
 mod events;
