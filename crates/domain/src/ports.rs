@@ -282,9 +282,9 @@ pub trait WebhookEndpoints: Send + Sync + 'static {
 #[async_trait]
 pub trait WebhookDeliveries: Send + Sync + 'static {
     /// Claims up to `count` deliveries due at `now` to enabled endpoints not in `busy`, at
-    /// most `per_endpoint` of each endpoint's, oldest due first, for `lease`: no other claim
-    /// takes them until the lease ends (a delivery is attempted twice only when its
-    /// instance dies mid-attempt).
+    /// most `per_endpoint` of each endpoint's, oldest due first, leased `until`: no other
+    /// claim takes them before (a delivery is attempted twice only when its instance dies
+    /// mid-attempt).
     ///
     /// # Errors
     ///
@@ -292,7 +292,7 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
     async fn claim(
         &self,
         now: DateTime<Utc>,
-        lease: std::time::Duration,
+        until: DateTime<Utc>,
         count: usize,
         per_endpoint: usize,
         busy: &[EndpointId],

@@ -238,7 +238,8 @@ impl Deliverer {
         busy: &[EndpointId],
     ) -> Result<Vec<Due>, RepositoryError> {
         let now = chrono::DateTime::<chrono::Utc>::from(self.clock.now());
-        self.deliveries.claim(now, lease, count, per_endpoint, busy).await
+        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+        self.deliveries.claim(now, until, count, per_endpoint, busy).await
     }
 
     /// Makes the attempt `due` is for, and says what came of it and when the next is due.

@@ -446,7 +446,7 @@ async fn webhooks_join_a_database_with_events(url: &str) {
     let due = animal_store_domain::WebhookDeliveries::claim(
         &hooks,
         later,
-        std::time::Duration::from_secs(60),
+        later + chrono::Duration::seconds(60),
         10,
         10,
         &[],

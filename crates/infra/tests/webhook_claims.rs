@@ -2,7 +2,6 @@
 //! never claim the same delivery twice; a delivery whose event is gone is removed.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use animal_store_domain::{
     EventSelection, KeyId, NewEndpoint, PetRepository, WebhookDeliveries, WebhookEndpoints,
@@ -38,18 +37,18 @@ async fn instances_claiming_at_once_take_different_deliveries() {
         pets.create(pet).await.expect("add");
     }
     let later = Utc.timestamp_opt(4_000_000_000, 0).single().expect("an instant");
-    let lease = Duration::from_secs(60);
+    let until = later + chrono::Duration::seconds(60);
     let (a, b) = (first.webhooks(), second.webhooks());
     let mut claimed = Vec::new();
     for _ in 0..6 {
         let (x, y) =
-            tokio::join!(a.claim(later, lease, 15, 100, &[]), b.claim(later, lease, 15, 100, &[]));
+            tokio::join!(a.claim(later, until, 15, 100, &[]), b.claim(later, until, 15, 100, &[]));
         claimed.extend(x.expect("claim").into_iter().chain(y.expect("claim")).map(|d| d.delivery));
     }
     let distinct: BTreeSet<_> = claimed.iter().collect();
     assert_eq!(distinct.len(), claimed.len(), "no delivery claimed twice");
     assert_eq!(claimed.len(), 120, "every delivery claimed once");
-    assert!(a.claim(later, lease, 100, 100, &[]).await.expect("claim").is_empty());
+    assert!(a.claim(later, until, 100, 100, &[]).await.expect("claim").is_empty());
     first.close().await;
     second.close().await;
 }
@@ -82,7 +81,10 @@ async fn a_delivery_whose_event_is_gone_is_removed() {
         .expect("sweep the events as an older binary would");
     admin.close().await.expect("close");
     let later = Utc.timestamp_opt(4_000_000_000, 0).single().expect("an instant");
-    let due = hooks.claim(later, Duration::from_secs(60), 10, 10, &[]).await.expect("claim");
+    let due = hooks
+        .claim(later, later + chrono::Duration::seconds(60), 10, 10, &[])
+        .await
+        .expect("claim");
     assert!(due.is_empty(), "nothing to deliver");
     assert_eq!(hooks.backlog().await.expect("backlog").pending, 0, "the orphan is removed");
     db.close().await;

@@ -111,7 +111,7 @@ impl WebhookDeliveries for NoWebhooks {
     async fn claim(
         &self,
         _now: DateTime<Utc>,
-        _lease: std::time::Duration,
+        _until: DateTime<Utc>,
         _count: usize,
         _per_endpoint: usize,
         _busy: &[EndpointId],

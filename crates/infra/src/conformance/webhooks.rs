@@ -32,7 +32,7 @@ pub struct WebhookStores<'a> {
     pub deliveries: &'a dyn WebhookDeliveries,
 }
 
-const LEASE: Duration = Duration::from_secs(60);
+const LEASE: chrono::Duration = chrono::Duration::seconds(60);
 
 fn owner(name: &str) -> KeyId {
     KeyId::new(name).expect("a key id")
@@ -55,7 +55,7 @@ fn endpoint(owner_name: &str, path: &str, events: &[&str]) -> NewEndpoint {
 }
 
 async fn claim(stores: &WebhookStores<'_>, at: DateTime<Utc>, count: usize) -> Vec<Due> {
-    stores.deliveries.claim(at, LEASE, count, 100, &[]).await.expect("claim")
+    stores.deliveries.claim(at, at + LEASE, count, 100, &[]).await.expect("claim")
 }
 
 /// Checks the webhooks of `stores`.

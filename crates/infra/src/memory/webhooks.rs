@@ -152,12 +152,11 @@ impl WebhookDeliveries for MemoryPetRepository {
     async fn claim(
         &self,
         now: DateTime<Utc>,
-        lease: Duration,
+        until: DateTime<Utc>,
         count: usize,
         per_endpoint: usize,
         busy: &[EndpointId],
     ) -> Result<Vec<Due>, RepositoryError> {
-        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
         let mut locked = self.shelf();
         let (events, hooks) = locked.events_and_webhooks();
         let mut due: Vec<(DeliveryId, DateTime<Utc>)> = hooks

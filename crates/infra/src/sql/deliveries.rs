@@ -204,12 +204,11 @@ impl WebhookDeliveries for SeaOrmWebhooks {
     async fn claim(
         &self,
         now: DateTime<Utc>,
-        lease: Duration,
+        until: DateTime<Utc>,
         count: usize,
         per_endpoint: usize,
         busy: &[EndpointId],
     ) -> Result<Vec<Due>, RepositoryError> {
-        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
         let (busy, sizes) = (busy.to_vec(), (count, per_endpoint));
         let claimed =
             self.writer.write(move |txn| Box::pin(claim(txn, now, until, sizes, busy))).await?;
