@@ -11,17 +11,14 @@ use chrono::{DateTime, Utc};
 
 use crate::api_key::{ApiKey, KeyDigest, KeyId};
 use crate::changes::{ChangePetError, Inventory, PetPatch, Precondition};
-use crate::delivery::{Attempt, AttemptId, Attempted, Backlog, Due, Outcome};
-use crate::event::{Event, EventId, EventType};
 use crate::idempotency::{IdempotentWrite, KeyUse, RenderOrder, RenderPet};
 use crate::order::{NewOrder, Order, OrderId, OrderStatus, PlaceOrderError, UpdateOrderError};
 use crate::pet::{NewPet, Pet, PetId, PetStatus};
-use crate::webhook::{
-    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, NewEndpoint, WebhookUrl,
-    WebhookUrlError,
-};
-
 use crate::repository_error::RepositoryError;
+
+mod feed;
+
+pub use feed::{AddressCheck, EventLog, WebhookDeliveries, WebhookEndpoints, WebhookSender};
 
 /// Where pets are kept.
 #[async_trait]
@@ -190,187 +187,6 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     ///
     /// [`RepositoryError`] when the store fails.
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError>;
-}
-
-/// Where events are read and swept. The stores of the pets and the orders write them, each
-/// in the transaction of the change it reports, so that a change and its event are both
-/// stored or neither is.
-#[async_trait]
-pub trait EventLog: Send + Sync + 'static {
-    /// Up to `count` of the events `reader`'s keys see (see [`Event::is_seen_by`]) whose id
-    /// is greater than `after` (all when `None`) and, when `kind` is given, of that type,
-    /// ordered by id ascending. An event is listed only once no event of a smaller id can
-    /// still commit: a reader that asks again after the last id it was given misses none.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store cannot be read.
-    async fn list(
-        &self,
-        reader: &KeyId,
-        kind: Option<EventType>,
-        after: Option<EventId>,
-        count: usize,
-    ) -> Result<Vec<Event>, RepositoryError>;
-
-    /// The event with this id, if `reader`'s keys see it.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store cannot be read.
-    async fn get(&self, reader: &KeyId, id: EventId) -> Result<Option<Event>, RepositoryError>;
-
-    /// Removes at most `batch` events created before `before`, and says how many it removed.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store fails.
-    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError>;
-}
-
-/// Where webhook endpoints are kept, beside the events the stores write: an event is
-/// queued for delivery to every endpoint that wants it in the event's own transaction.
-#[async_trait]
-pub trait WebhookEndpoints: Send + Sync + 'static {
-    /// Stores `endpoint`, unless its owner has [`MAX_ENDPOINTS`](crate::MAX_ENDPOINTS)
-    /// already (decided in the same transaction).
-    ///
-    /// # Errors
-    ///
-    /// [`CreateEndpointError::TooMany`], and nothing is stored; a store failure.
-    async fn create(&self, endpoint: NewEndpoint) -> Result<Endpoint, CreateEndpointError>;
-
-    /// `owner`'s endpoints, oldest first.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store cannot be read.
-    async fn list(&self, owner: &KeyId) -> Result<Vec<Endpoint>, RepositoryError>;
-
-    /// `owner`'s endpoint `id`, if it has one.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store cannot be read.
-    async fn get(&self, owner: &KeyId, id: EndpointId)
-    -> Result<Option<Endpoint>, RepositoryError>;
-
-    /// Applies `patch` to `owner`'s endpoint `id`, and returns it as it is then; `None` when
-    /// `owner` has no such endpoint.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store fails; nothing changes then.
-    async fn update(
-        &self,
-        owner: &KeyId,
-        id: EndpointId,
-        patch: EndpointPatch,
-    ) -> Result<Option<Endpoint>, RepositoryError>;
-
-    /// Removes `owner`'s endpoint `id` and what waits to be delivered to it; `false` when
-    /// `owner` has no such endpoint.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store fails; nothing changes then.
-    async fn delete(&self, owner: &KeyId, id: EndpointId) -> Result<bool, RepositoryError>;
-}
-
-/// Where deliveries wait, claimed by the instances that attempt them, and where their
-/// attempts are recorded.
-#[async_trait]
-pub trait WebhookDeliveries: Send + Sync + 'static {
-    /// Claims up to `count` deliveries due at `now` to enabled endpoints not in `busy`, at
-    /// most `per_endpoint` of each endpoint's, oldest due first, leased `until`: no other
-    /// claim takes them before (a delivery is attempted twice only when its instance dies
-    /// mid-attempt).
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store fails; nothing is claimed then.
-    async fn claim(
-        &self,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        count: usize,
-        per_endpoint: usize,
-        busy: &[EndpointId],
-    ) -> Result<Vec<Due>, RepositoryError>;
-
-    /// Records `attempts`, ending their leases: a delivery is done once delivered or given
-    /// up (no next attempt), due again at its next attempt otherwise. An endpoint whose
-    /// attempts have all failed for `disable_after` is disabled; one delivered to is
-    /// failing no more.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store fails; nothing is recorded then, and the leases
-    /// end by themselves.
-    async fn record(
-        &self,
-        attempts: Vec<Attempted>,
-        disable_after: std::time::Duration,
-    ) -> Result<(), RepositoryError>;
-
-    /// Up to `count` of the attempts made to `owner`'s endpoint `endpoint` whose id is less
-    /// than `before` (all when `None`), newest first; `None` when `owner` has no such
-    /// endpoint.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store cannot be read.
-    async fn attempts(
-        &self,
-        owner: &KeyId,
-        endpoint: EndpointId,
-        before: Option<AttemptId>,
-        count: usize,
-    ) -> Result<Option<Vec<Attempt>>, RepositoryError>;
-
-    /// Ends the leases that instances no longer running left, so that what they held is
-    /// attempted at once rather than when the leases run out; called when an instance
-    /// starts. Where one process alone writes the store (SQLite, memory), every lease is
-    /// such; where several instances share it (PostgreSQL), none is known to be, and the
-    /// leases run out. Returns how many it ended.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store fails.
-    async fn release_leases(&self) -> Result<u64, RepositoryError>;
-
-    /// How many deliveries wait, and since when the oldest does.
-    ///
-    /// # Errors
-    ///
-    /// [`RepositoryError`] when the store cannot be read.
-    async fn backlog(&self) -> Result<Backlog, RepositoryError>;
-}
-
-/// Where deliveries are made: an HTTP client.
-#[async_trait]
-pub trait WebhookSender: Send + Sync + 'static {
-    /// Posts `body`, the event `event` as the API writes it, to `endpoint`, signed with its
-    /// secret as Standard Webhooks says, at `now`; what it came to.
-    async fn send(
-        &self,
-        endpoint: &Endpoint,
-        event: EventId,
-        body: &str,
-        now: DateTime<Utc>,
-    ) -> Outcome;
-}
-
-/// Where an endpoint's address is checked on the network: its host resolved, and every
-/// address it resolves to checked (see [`is_refused_address`](crate::webhook::is_refused_address)).
-#[async_trait]
-pub trait AddressCheck: Send + Sync + 'static {
-    /// Whether deliveries to `url` may be made now.
-    ///
-    /// # Errors
-    ///
-    /// [`WebhookUrlError::RefusedAddress`] or [`WebhookUrlError::Unresolved`].
-    async fn check(&self, url: &WebhookUrl) -> Result<(), WebhookUrlError>;
 }
 
 /// Where API keys are kept.
