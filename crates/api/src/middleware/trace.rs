@@ -35,8 +35,9 @@ pub fn request_id(req: &Request) -> String {
     client_request_id(req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()))
 }
 
-/// Gives the request an id ([`request_id`], sent back as `X-Request-Id`) and a
-/// span with its method, route, key id, status and latency. The key itself is never logged.
+/// Gives the request an id ([`request_id`], sent back as `X-Request-Id`), a span with its
+/// method, route and key id, and a line with its status and latency when it ends.
+/// The key itself is never logged.
 pub async fn trace_request(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
     let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
@@ -52,18 +53,14 @@ pub async fn trace_request(ep: Arc<Next>, req: Request) -> poem::Result<Response
         route = %route,
         request_id = %request_id,
         key_id = tracing::field::Empty,
-        status = tracing::field::Empty,
-        latency_us = tracing::field::Empty,
     );
     async move {
         let started = Instant::now();
         let mut response = respond(ep.as_ref(), req).await;
         let status = response.status();
         let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        // On the span too, for subscribers that export spans rather than events.
-        let span = tracing::Span::current();
-        span.record("status", status.as_u16());
-        span.record("latency_us", latency_us);
+        // On the line's event only: recorded on the span as well, they were formatted twice
+        // and written twice on every line.
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // A dependency is down; the store logs the cause once per outage, not here.
             tracing::warn!(status = status.as_u16(), latency_us, "request refused: unavailable");

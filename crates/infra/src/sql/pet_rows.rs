@@ -43,15 +43,18 @@ pub(super) fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
     })
 }
 
-/// A row the reader threads read: the columns of [`pet::Model`], by name.
+/// A row the reader threads read: the columns of [`pet::Model`] by position, in the order
+/// the model declares them, which is the order `pet::Entity::find()` selects them (a test
+/// below holds the two together). By name, each value cost a scan of the statement's
+/// column names: about 3% of a page's time.
 pub(super) fn from_sqlite_row(
     row: &sea_query_rusqlite::rusqlite::Row<'_>,
 ) -> sea_query_rusqlite::rusqlite::Result<pet::Model> {
     Ok(pet::Model {
-        id: row.get("id")?,
-        name: row.get("name")?,
-        category_id: row.get("category_id")?,
-        status: row.get("status")?,
+        id: row.get(0)?,
+        name: row.get(1)?,
+        category_id: row.get(2)?,
+        status: row.get(3)?,
     })
 }
 
@@ -126,4 +129,24 @@ pub(super) async fn delete(txn: &DatabaseTransaction, ids: &[PetId]) -> Result<(
     }
     let ids = ids.iter().map(|id| id.get());
     pet::Entity::delete_many().filter(pet::Column::Id.is_in(ids)).exec(txn).await.map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{DbBackend, EntityTrait, QueryTrait};
+
+    use super::super::entity::pet;
+    use super::super::pets::list_query;
+
+    /// `from_sqlite_row` reads by position: every query of pets selects the model's columns
+    /// in its order, first.
+    #[test]
+    fn pets_are_selected_in_the_order_rows_are_read() {
+        let columns = r#"SELECT "pets"."id", "pets"."name", "pets"."category_id", "pets"."status" FROM"#;
+        let get = pet::Entity::find_by_id(1).build(DbBackend::Sqlite).sql;
+        let page = list_query(None, None, 20).build(DbBackend::Sqlite).sql;
+        for sql in [get, page] {
+            assert!(sql.starts_with(columns), "{sql}");
+        }
+    }
 }
