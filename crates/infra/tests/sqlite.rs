@@ -83,10 +83,11 @@ async fn the_write_ahead_log_stays_bounded_under_sustained_inserts() {
     assert_eq!(after_close, 0, "closing checkpoints and empties the WAL");
 }
 
-/// The bundled SQLite is built with the query planner stability guarantee (see
-/// `.cargo/config.toml`): without it every page query is parsed and planned again.
+/// The bundled SQLite is built as `.cargo/config.toml` says: with the query planner
+/// stability guarantee (without it every page query is parsed and planned again), and
+/// without the process-wide mutexes of memory management and memory statistics.
 #[tokio::test]
-async fn sqlite_keeps_its_prepared_page_queries() {
+async fn sqlite_is_built_with_the_projects_options() {
     use sea_orm::ConnectionTrait as _;
     let connection = sea_orm::Database::connect("sqlite::memory:").await.unwrap();
     let options = connection.query_all_raw(sea_orm::Statement::from_string(
@@ -96,6 +97,8 @@ async fn sqlite_keeps_its_prepared_page_queries() {
     let options: Vec<String> =
         options.await.unwrap().iter().map(|row| row.try_get_by_index(0).unwrap()).collect();
     assert!(options.iter().any(|option| option == "ENABLE_QPSG"), "{options:?}");
+    assert!(options.iter().any(|option| option == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+    assert!(!options.iter().any(|option| option == "ENABLE_MEMORY_MANAGEMENT"), "{options:?}");
 }
 
 /// Concurrent adds share transactions, and on SQLite one statement inserts the pets of a
