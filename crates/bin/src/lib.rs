@@ -17,6 +17,8 @@ mod descriptors;
 mod exporter;
 mod fixtures;
 mod keys;
+mod ready_file;
+mod schema;
 mod serve;
 mod stores;
 #[cfg(feature = "testing")]

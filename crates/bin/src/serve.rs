@@ -19,7 +19,7 @@ use crate::exporter::PrometheusExporter;
 use crate::fixtures::{DEMO_KEY, Fixtures};
 use crate::stores::{Schema, Stores};
 use crate::wiring::Wiring;
-use crate::{Failure, descriptors};
+use crate::{Failure, descriptors, ready_file};
 
 fn api_config(document: &DocumentArgs) -> ApiConfig {
     ApiConfig {
@@ -154,8 +154,8 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     let signals = Signals::listen().map_err(Failure::Startup)?;
     // Before anything else: a harness waiting for the ready file never reads a stale one.
     if let Some(path) = &args.ready_file {
-        remove_ready_file(path).map_err(Failure::Startup)?;
-        ready_file_directory(path).map_err(Failure::Startup)?;
+        ready_file::remove(path).map_err(Failure::Startup)?;
+        ready_file::check_directory(path).map_err(Failure::Startup)?;
     }
     let clock = clock(cli, args).map_err(Failure::Startup)?;
     if args.clock_file.is_some() {
@@ -192,7 +192,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             .with_context(|| format!("cannot listen on {}", args.bind))?;
         let address = server.local_addr().context("the listener has no address")?;
         if let Some(path) = &args.ready_file {
-            write_ready_file(path, address, &keys)
+            ready_file::write(path, address, &keys)
                 .with_context(|| format!("cannot write the ready file {}", path.display()))?;
         }
         anyhow::Ok((app, readiness, server, address, (sweeper, worker)))
@@ -202,7 +202,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         Err(err) => {
             stores.close().await;
             if let Some(path) = &args.ready_file {
-                let _ = remove_ready_file(path);
+                let _ = ready_file::remove(path);
             }
             return Err(Failure::Startup(err));
         }
@@ -230,7 +230,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
     if tokio::time::timeout(CLOSE_TIMEOUT, stores.close()).await.is_err() {
         tracing::warn!("the database did not close within 10 s; exiting without waiting for it");
     }
-    if let Some(Err(err)) = args.ready_file.as_deref().map(remove_ready_file) {
+    if let Some(Err(err)) = args.ready_file.as_deref().map(ready_file::remove) {
         tracing::warn!(error = %err, "cannot remove the ready file");
     }
     tracing::info!("shut down");
@@ -295,7 +295,7 @@ pub fn check(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
     let clock = clock(cli, args)?;
     fixtures(cli, args, clock.now())?;
     if let Some(path) = &args.ready_file {
-        ready_file_directory(path)?;
+        ready_file::check_directory(path)?;
     }
     Ok(())
 }
@@ -315,47 +315,6 @@ fn fixtures(
         );
     }
     Fixtures::read(path, now).map(Some)
-}
-
-/// Removes the ready file, if there is one.
-fn remove_ready_file(path: &std::path::Path) -> anyhow::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(anyhow::Error::new(err)
-            .context(format!("cannot remove the stale ready file {}", path.display()))),
-        _ => Ok(()),
-    }
-}
-
-/// Refuses a ready file whose directory does not exist, before anything listens.
-fn ready_file_directory(path: &std::path::Path) -> anyhow::Result<()> {
-    let directory = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => std::path::Path::new("."),
-    };
-    if directory.is_dir() {
-        Ok(())
-    } else {
-        anyhow::bail!(
-            "cannot write the ready file {}: the directory {} does not exist",
-            path.display(),
-            directory.display()
-        )
-    }
-}
-
-/// Writes the ready file, whole or not at all: a reader never sees a half written file.
-fn write_ready_file(
-    path: &std::path::Path,
-    address: std::net::SocketAddr,
-    keys: &[(String, String)],
-) -> std::io::Result<()> {
-    let keys: serde_json::Map<String, serde_json::Value> =
-        keys.iter().map(|(name, key)| (name.clone(), key.clone().into())).collect();
-    let ready = serde_json::json!({ "address": format!("http://{address}"), "keys": keys });
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    std::fs::write(&partial, format!("{ready}\n"))?;
-    std::fs::rename(&partial, path)
 }
 
 /// Tells a newcomer how to get a key; on `memory://`, where keys cannot be created from

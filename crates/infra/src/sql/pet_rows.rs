@@ -142,7 +142,8 @@ mod tests {
     /// in its order, first.
     #[test]
     fn pets_are_selected_in_the_order_rows_are_read() {
-        let columns = r#"SELECT "pets"."id", "pets"."name", "pets"."category_id", "pets"."status" FROM"#;
+        let columns =
+            r#"SELECT "pets"."id", "pets"."name", "pets"."category_id", "pets"."status" FROM"#;
         let get = pet::Entity::find_by_id(1).build(DbBackend::Sqlite).sql;
         let page = list_query(None, None, 20).build(DbBackend::Sqlite).sql;
         for sql in [get, page] {
