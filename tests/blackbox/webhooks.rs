@@ -120,6 +120,25 @@ async fn add_pet(client: &Client, server: &Server, name: &str) -> Value {
     json(resp).await
 }
 
+/// The attempts `listWebhookDeliveries` shows for `endpoint`, once there are at least
+/// `count` of them, or as they are after 10 s.
+async fn attempts(client: &Client, server: &Server, endpoint: &Value, count: usize) -> Vec<Value> {
+    let url = server.url(&format!("/v1/webhook_endpoints/{}/deliveries", endpoint["id"]));
+    let mut listed = Vec::new();
+    for _ in 0..200 {
+        listed = json(client.get(&url).await).await.as_array().cloned().expect("attempts");
+        if listed.len() >= count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    listed
+}
+
+/// The first attempt made for `endpoint` (`null` when none was made within 10 s).
+async fn first_attempt(client: &Client, server: &Server, endpoint: &Value) -> Value {
+    attempts(client, server, endpoint, 1).await.first().cloned().unwrap_or(Value::Null)
+}
 async fn endpoints(client: &Client, server: &Server) -> Vec<Value> {
     let resp = client.get(&server.url("/v1/webhook_endpoints")).await;
     assert_eq!(resp.status(), 200);
@@ -419,15 +438,7 @@ async fn a_receiver_that_fails_twice_gets_the_event_on_the_third_attempt() {
     }
     assert_eq!(got[2].body["data"]["object"], pet);
     assert_eq!(got[2].body["type"], "pet.created");
-    let url = server.url(&format!("/v1/webhook_endpoints/{}/deliveries", created["id"]));
-    let mut listed = Vec::new();
-    for _ in 0..100 {
-        listed = json(client.get(&url).await).await.as_array().cloned().expect("attempts");
-        if listed.len() == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let listed = attempts(&client, &server, &created, 3).await;
     let shown: Vec<(i64, &str, Option<u64>, bool)> = listed
         .iter()
         .map(|a| {
@@ -451,6 +462,7 @@ async fn a_receiver_that_fails_twice_gets_the_event_on_the_third_attempt() {
         listed.iter().all(|a| a["eventId"].as_i64().map(|id| id.to_string()).as_deref()
             == Some(got[0].id.as_str()))
     );
+    let url = server.url(&format!("/v1/webhook_endpoints/{}/deliveries", created["id"]));
     let page = client.get(&format!("{url}?limit=2")).await;
     let link = page.headers()["link"].to_str().expect("a link").to_owned();
     let next = server.url(link.trim_start_matches('<').split('>').next().expect("a target"));
@@ -494,15 +506,7 @@ async fn an_address_refused_since_registration_is_refused_at_every_attempt() {
     let strict = Server::start(&db.url, db.path().to_path_buf(), &["--webhook-retry-unit", "1ms"]);
     add_pet(&client, &strict, "Rex").await;
     for endpoint in [&literal, &named] {
-        let url = strict.url(&format!("/v1/webhook_endpoints/{}/deliveries", endpoint["id"]));
-        let mut first = Value::Null;
-        for _ in 0..200 {
-            first = json(client.get(&url).await).await[0].clone();
-            if !first.is_null() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let first = first_attempt(&client, &strict, endpoint).await;
         assert_eq!(first["outcome"], "refused_address", "{endpoint}: {first}");
     }
     assert!(receiver.received().is_empty(), "nothing reached the loopback receiver");
@@ -542,15 +546,7 @@ async fn a_name_that_resolves_elsewhere_at_delivery_is_refused_there() {
     // The same file (the mount holds its inode), now naming loopback.
     std::fs::write(&hosts, "127.0.0.1 localhost\n127.0.0.1 rebinding.test\n").unwrap();
     add_pet(&client, &server, "Rex").await;
-    let deliveries = server.url(&format!("/v1/webhook_endpoints/{}/deliveries", endpoint["id"]));
-    let mut first = Value::Null;
-    for _ in 0..200 {
-        first = json(client.get(&deliveries).await).await[0].clone();
-        if !first.is_null() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let first = first_attempt(&client, &server, &endpoint).await;
     assert_eq!(first["outcome"], "refused_address", "{first}");
     assert!(receiver.received().is_empty(), "nothing reached the loopback receiver");
     receiver.stop();

@@ -238,7 +238,10 @@ impl Deliverer {
         busy: &[EndpointId],
     ) -> Result<Vec<Due>, RepositoryError> {
         let now = chrono::DateTime::<chrono::Utc>::from(self.clock.now());
-        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+        let until = chrono::Duration::from_std(lease)
+            .ok()
+            .and_then(|lease| now.checked_add_signed(lease))
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
         self.deliveries.claim(now, until, count, per_endpoint, busy).await
     }
 

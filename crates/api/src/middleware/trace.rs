@@ -59,8 +59,8 @@ pub async fn trace_request(ep: Arc<Next>, req: Request) -> poem::Result<Response
         let mut response = respond(ep.as_ref(), req).await;
         let status = response.status();
         let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        // On the line's event only: recorded on the span as well, they were formatted twice
-        // and written twice on every line.
+        // On the line's event only: a text line prints the span's fields as well, so recorded
+        // on the span too they would be formatted and written twice.
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // A dependency is down; the store logs the cause once per outage, not here.
             tracing::warn!(status = status.as_u16(), latency_us, "request refused: unavailable");
