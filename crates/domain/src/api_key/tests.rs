@@ -1,4 +1,5 @@
-//! A key's cases: when it is live, how its secret parses and hashes, what its debug output hides, which ids and names it takes.
+//! A key's cases: when it is live, how its secret parses and hashes, what its debug output
+//! hides, which ids and names it takes.
 
 use super::*;
 use proptest::prelude::*;
