@@ -35,6 +35,18 @@ pub const CLAIM_BATCH: usize = 16;
 /// How long the worker waits, once an attempt ends, for others to end with it.
 pub const GATHER: Duration = Duration::from_millis(5);
 
+/// How often a busy worker refreshes the backlog's gauges, at most.
+pub const BACKLOG_EVERY: Duration = Duration::from_secs(5);
+
+/// How long the worker waits before it refreshes the backlog's gauges again, after a read
+/// of the backlog that took `took`: [`BACKLOG_EVERY`], or a hundred times as long as the
+/// read when that is longer. The read counts the deliveries waiting, a scan of their table;
+/// under a backlog of millions, the gauges move less often and cost the database at most a
+/// hundredth of one connection's time.
+fn backlog_interval(took: Duration) -> Duration {
+    Ord::max(BACKLOG_EVERY, took.saturating_mul(100))
+}
+
 /// Deliveries by outcome (`delivered`, `http_error`, `timeout`, `connection_error`,
 /// `refused_address`).
 pub const DELIVERIES_METRIC: &str = "animal_store_webhook_deliveries_total";
@@ -135,7 +147,8 @@ async fn run(deliverer: Deliverer) {
     let mut attempts: JoinSet<Attempted> = JoinSet::new();
     let mut in_flight: HashMap<EndpointId, usize> = HashMap::new();
     let mut done: Vec<Attempted> = Vec::new();
-    let mut backlog_at = tokio::time::Instant::now();
+    // When the backlog's gauges are next refreshed.
+    let mut backlog_at = tokio::time::Instant::now() + BACKLOG_EVERY;
     // Attempts ended since the last claim, and when it was: a claim is a write, made for a
     // batch of room rather than for each attempt that ends.
     let (mut ended_since_claim, mut claimed_at) = (usize::MAX, tokio::time::Instant::now());
@@ -158,13 +171,15 @@ async fn run(deliverer: Deliverer) {
                 Err(err) => tracing::warn!(error = %err, "claiming webhook deliveries failed"),
             }
         }
-        if backlog_at.elapsed() >= Duration::from_secs(5) {
-            backlog_at = tokio::time::Instant::now();
-            report_backlog(&deliverer).await;
-        }
         if attempts.is_empty() {
             tokio::time::sleep(IDLE).await;
             continue;
+        }
+        // Refreshed only while attempts are in flight: an idle worker leaves the gauges be.
+        if tokio::time::Instant::now() >= backlog_at {
+            let started = tokio::time::Instant::now();
+            report_backlog(&deliverer).await;
+            backlog_at = started + backlog_interval(started.elapsed());
         }
         // Wait for an attempt to end, then for those that end with it: their outcomes are
         // recorded together, in one write.
@@ -236,6 +251,15 @@ mod tests {
         let fields: Vec<&str> =
             stat.rsplit_once(')').expect("a name").1.split_whitespace().collect();
         fields[16].parse().expect("a niceness")
+    }
+
+    #[test]
+    fn the_backlog_is_read_at_most_a_hundredth_of_the_time() {
+        use std::time::Duration;
+        assert_eq!(super::backlog_interval(Duration::from_millis(2)), super::BACKLOG_EVERY);
+        assert_eq!(super::backlog_interval(Duration::from_millis(50)), super::BACKLOG_EVERY);
+        assert_eq!(super::backlog_interval(Duration::from_millis(80)), Duration::from_secs(8));
+        assert_eq!(super::backlog_interval(Duration::MAX), Duration::MAX);
     }
 
     #[test]

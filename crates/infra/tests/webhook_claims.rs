@@ -1,5 +1,6 @@
 //! Claims of deliveries: several instances claiming from one PostgreSQL database at once
-//! never claim the same delivery twice; a delivery whose event is gone is removed.
+//! never claim the same delivery twice; on SQLite a process's claims pass over what it holds,
+//! store nothing, and end with it; a delivery whose event is gone is removed.
 
 use std::collections::BTreeSet;
 
@@ -11,6 +12,28 @@ use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url};
 use chrono::{TimeZone as _, Utc};
 
+/// Registers an endpoint for every event in `db`, then adds `count` pets: `count`
+/// deliveries wait.
+async fn queue(db: &Database, count: usize) {
+    let endpoint = NewEndpoint {
+        owner: KeyId::new("owner0000000").expect("a key id"),
+        url: WebhookUrl::parse("https://hooks.example.com/", false).expect("an address"),
+        events: EventSelection::EVERY,
+        secret: WebhookSecret::generate(),
+        at: Utc::now(),
+    };
+    db.webhooks().create(endpoint).await.expect("register");
+    let pets = db.pets();
+    for n in 0..count {
+        let pet = animal_store_domain::NewPet {
+            name: animal_store_domain::PetName::new(&format!("Pet {n}")).expect("a name"),
+            category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+            status: animal_store_domain::PetStatus::Available,
+        };
+        pets.create(pet).await.expect("add");
+    }
+}
+
 #[tokio::test]
 async fn instances_claiming_at_once_take_different_deliveries() {
     let Some(url) = fresh_postgres_url().await else {
@@ -19,23 +42,7 @@ async fn instances_claiming_at_once_take_different_deliveries() {
     let first = Database::connect(&url).await.expect("connect");
     first.migrate().await.expect("migrate");
     let second = Database::connect(&url).await.expect("connect");
-    let endpoint = NewEndpoint {
-        owner: KeyId::new("owner0000000").expect("a key id"),
-        url: WebhookUrl::parse("https://hooks.example.com/", false).expect("an address"),
-        events: EventSelection::EVERY,
-        secret: WebhookSecret::generate(),
-        at: Utc::now(),
-    };
-    first.webhooks().create(endpoint).await.expect("register");
-    let pets = first.pets();
-    for n in 0..120 {
-        let pet = animal_store_domain::NewPet {
-            name: animal_store_domain::PetName::new(&format!("Pet {n}")).expect("a name"),
-            category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
-            status: animal_store_domain::PetStatus::Available,
-        };
-        pets.create(pet).await.expect("add");
-    }
+    queue(&first, 120).await;
     let later = Utc.timestamp_opt(4_000_000_000, 0).single().expect("an instant");
     let until = later + chrono::Duration::seconds(60);
     let (a, b) = (first.webhooks(), second.webhooks());
@@ -88,4 +95,46 @@ async fn a_delivery_whose_event_is_gone_is_removed() {
     assert!(due.is_empty(), "nothing to deliver");
     assert_eq!(hooks.backlog().await.expect("backlog").pending, 0, "the orphan is removed");
     db.close().await;
+}
+
+/// On SQLite the process holds its leases: successive claims take the deliveries after
+/// those it holds, none is written to the file, and a process that starts again finds every
+/// one of them due.
+#[tokio::test]
+async fn sqlite_claims_pass_over_the_deliveries_the_process_holds() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    queue(&db, 30).await;
+    let later = Utc.timestamp_opt(4_000_000_000, 0).single().expect("an instant");
+    let until = later + chrono::Duration::seconds(60);
+    let hooks = db.webhooks();
+    let mut claimed = Vec::new();
+    for _ in 0..3 {
+        let due = hooks.claim(later, until, 10, 100, &[]).await.expect("claim");
+        assert_eq!(due.len(), 10, "a claim takes as many as it asks for");
+        claimed.extend(due.into_iter().map(|d| d.delivery));
+    }
+    let distinct: BTreeSet<_> = claimed.iter().collect();
+    assert_eq!(distinct.len(), 30, "no delivery claimed twice");
+    assert!(hooks.claim(later, until, 10, 100, &[]).await.expect("claim").is_empty());
+    let admin = sea_orm::Database::connect(&file.url).await.expect("connect");
+    let leased = sea_orm::ConnectionTrait::query_one_raw(
+        &admin,
+        sea_orm::Statement::from_string(
+            sea_orm::DbBackend::Sqlite,
+            "SELECT count(*) AS leased FROM webhook_deliveries WHERE leased_until IS NOT NULL",
+        ),
+    )
+    .await
+    .expect("count the leases stored")
+    .expect("a row");
+    assert_eq!(leased.try_get::<i64>("", "leased").expect("a count"), 0, "nothing stored");
+    admin.close().await.expect("close");
+    let after_lease = hooks.claim(until, until + chrono::Duration::seconds(60), 100, 100, &[]);
+    assert_eq!(after_lease.await.expect("claim").len(), 30, "due again once the leases end");
+    db.close().await;
+    let again = file.open().await;
+    let due = again.webhooks().claim(later, until, 100, 100, &[]).await.expect("claim");
+    assert_eq!(due.len(), 30, "a new process holds nothing");
+    again.close().await;
 }

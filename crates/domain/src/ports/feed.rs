@@ -151,9 +151,10 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
 
     /// Ends the leases that instances no longer running left, so that what they held is
     /// attempted at once rather than when the leases run out; called when an instance
-    /// starts. Where one process alone writes the store (SQLite, memory), every lease is
-    /// such; where several instances share it (PostgreSQL), none is known to be, and the
-    /// leases run out. Returns how many it ended.
+    /// starts. Where one process alone writes the store (SQLite, memory), every lease
+    /// stored is such (an SQLite store keeps its own process's leases in memory, and ends
+    /// those an earlier version stored); where several instances share it (PostgreSQL),
+    /// none is known to be, and the leases run out. Returns how many it ended.
     ///
     /// # Errors
     ///

@@ -2,10 +2,12 @@
 //!
 //! Deliveries are queued by the writer with the events they carry (see
 //! [`event_rows`](super::event_rows)). An instance claims the deliveries due by giving them a lease
-//! (see [`delivery_claims`](super::delivery_claims)): a leased row is not due again until its
-//! lease ends (an instance that dies mid-attempt leaves its lease to run out, and the delivery
-//! is attempted again). Claims and records are writer jobs, like every write; a delivery is
-//! deleted once delivered or given up, its attempts keeping what came of it.
+//! (see [`delivery_claims`](super::delivery_claims)): a leased delivery is not due again until
+//! its lease ends (an instance that dies mid-attempt leaves its lease to run out, and the
+//! delivery is attempted again). A delivery is deleted once delivered or given up, its
+//! attempts keeping what came of it. The worker's writes stay out of the requests' way: on
+//! SQLite a claim is a read, and records are writer jobs; on PostgreSQL both run in
+//! transactions of their own.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -16,13 +18,14 @@ use animal_store_domain::{
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use futures_util::future::BoxFuture;
 use sea_orm::sea_query::{Expr, ExprTrait as _};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, NotSet,
-    QueryFilter, QueryOrder, QuerySelect, Set,
+    QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait as _,
 };
 
-use super::delivery_claims::{Claimed, claim};
+use super::delivery_claims::{Claimed, claim_on_postgres, claim_on_sqlite};
 use super::entity::webhook_endpoint as endpoint;
 use super::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
 use super::event_rows::to_event;
@@ -80,6 +83,31 @@ pub(super) async fn forget_events(
 }
 
 impl SeaOrmWebhooks {
+    /// Runs `work`, a write of the delivery worker's: on SQLite as a job of the writer, the
+    /// one connection that writes; on PostgreSQL in a transaction of its own on a pooled
+    /// connection. There, instances claim and record beside each other already, and the
+    /// worker's statements in the writer's transactions would hold up the requests' writes
+    /// committed with them (and the lock their events' ids take, see
+    /// [`event_rows`](super::event_rows)) by as many round trips.
+    async fn worker_write<T, F>(&self, work: F) -> Result<T, RepositoryError>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>>
+            + Send
+            + 'static,
+    {
+        if self.readers.get_database_backend() != DbBackend::Postgres {
+            return self.writer.write(work).await;
+        }
+        let transaction = async {
+            let txn = self.readers.begin().await?;
+            let output = work(&txn).await?;
+            txn.commit().await?;
+            Ok(output)
+        };
+        self.reads.run(transaction).await
+    }
+
     /// The deliveries `claimed`, with their endpoints and events, read on the reader pool
     /// (the writer has other work). A delivery whose endpoint is gone meanwhile (removed) is
     /// left out, its lease running out; one whose event is gone (swept by a binary that did
@@ -144,6 +172,30 @@ async fn record(
     if attempts.is_empty() {
         return Ok(());
     }
+    // The endpoints first, then the deliveries, in the order in which the removal of an
+    // endpoint locks them: on PostgreSQL the two never wait for each other's locks in turn.
+    let answered: BTreeSet<i64> =
+        attempts.iter().filter(|a| a.outcome.delivered()).map(|a| a.endpoint.get()).collect();
+    endpoint::Entity::update_many()
+        .col_expr(endpoint::Column::FailingSince, Expr::value(None::<DateTime<Utc>>))
+        .filter(endpoint::Column::Id.is_in(answered))
+        .filter(endpoint::Column::FailingSince.is_not_null())
+        .exec(txn)
+        .await?;
+    for a in attempts.iter().filter(|a| !a.outcome.delivered()) {
+        let since = Expr::col(endpoint::Column::FailingSince);
+        endpoint::Entity::update_many()
+            .col_expr(endpoint::Column::FailingSince, since.if_null(a.at))
+            .filter(endpoint::Column::Id.eq(a.endpoint.get()))
+            .exec(txn)
+            .await?;
+        endpoint::Entity::update_many()
+            .col_expr(endpoint::Column::Status, Expr::value(EndpointStatus::Disabled.as_str()))
+            .filter(endpoint::Column::Id.eq(a.endpoint.get()))
+            .filter(endpoint::Column::FailingSince.lte(a.at - disable_after))
+            .exec(txn)
+            .await?;
+    }
     let rows = attempts.iter().map(|a| attempt::ActiveModel {
         id: NotSet,
         delivery_id: Set(a.delivery.get()),
@@ -174,28 +226,6 @@ async fn record(
             .exec(txn)
             .await?;
     }
-    let answered: BTreeSet<i64> =
-        attempts.iter().filter(|a| a.outcome.delivered()).map(|a| a.endpoint.get()).collect();
-    endpoint::Entity::update_many()
-        .col_expr(endpoint::Column::FailingSince, Expr::value(None::<DateTime<Utc>>))
-        .filter(endpoint::Column::Id.is_in(answered))
-        .filter(endpoint::Column::FailingSince.is_not_null())
-        .exec(txn)
-        .await?;
-    for a in attempts.iter().filter(|a| !a.outcome.delivered()) {
-        let since = Expr::col(endpoint::Column::FailingSince);
-        endpoint::Entity::update_many()
-            .col_expr(endpoint::Column::FailingSince, since.if_null(a.at))
-            .filter(endpoint::Column::Id.eq(a.endpoint.get()))
-            .exec(txn)
-            .await?;
-        endpoint::Entity::update_many()
-            .col_expr(endpoint::Column::Status, Expr::value(EndpointStatus::Disabled.as_str()))
-            .filter(endpoint::Column::Id.eq(a.endpoint.get()))
-            .filter(endpoint::Column::FailingSince.lte(a.at - disable_after))
-            .exec(txn)
-            .await?;
-    }
     Ok(())
 }
 
@@ -209,9 +239,15 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         per_endpoint: usize,
         busy: &[EndpointId],
     ) -> Result<Vec<Due>, RepositoryError> {
-        let (busy, sizes) = (busy.to_vec(), (count, per_endpoint));
-        let claimed =
-            self.writer.write(move |txn| Box::pin(claim(txn, now, until, sizes, busy))).await?;
+        let sizes = (count, per_endpoint);
+        let claimed = if self.readers.get_database_backend() == DbBackend::Postgres {
+            let busy = busy.to_vec();
+            self.worker_write(move |txn| Box::pin(claim_on_postgres(txn, now, until, sizes, busy)))
+                .await?
+        } else {
+            let claim = claim_on_sqlite(&self.readers, &self.leases, (now, until), sizes, busy);
+            self.reads.run(claim).await?
+        };
         self.due(claimed).await
     }
 
@@ -222,7 +258,10 @@ impl WebhookDeliveries for SeaOrmWebhooks {
     ) -> Result<(), RepositoryError> {
         let disable_after =
             chrono::Duration::from_std(disable_after).unwrap_or(chrono::Duration::MAX);
-        self.writer.write(move |txn| Box::pin(record(txn, attempts, disable_after))).await
+        let ended: Vec<i64> = attempts.iter().map(|a| a.delivery.get()).collect();
+        self.worker_write(move |txn| Box::pin(record(txn, attempts, disable_after))).await?;
+        self.leases.end(ended.into_iter()).await;
+        Ok(())
     }
 
     async fn attempts(

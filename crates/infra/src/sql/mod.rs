@@ -64,6 +64,7 @@ pub use window::SchemaWindow;
 pub use writer::MAX_BATCH;
 
 use connector::{Connector, owner_only_file};
+use delivery_claims::Leases;
 use failure::{FailureKind, corrupt};
 use job::Writer;
 use pets::PetReaders;
@@ -145,6 +146,8 @@ pub struct Database {
     pet_readers: PetReaders,
     reads: Arc<Reads>,
     writer: Writer,
+    /// On SQLite, this process's leases of webhook deliveries.
+    delivery_leases: Arc<Leases>,
     stop_writer: oneshot::Sender<()>,
     writer_thread: WriterThread,
 }
@@ -185,7 +188,17 @@ impl Database {
             Writer::start(connector.clone(), Arc::clone(&reachability), stop)
                 .map_err(DatabaseError::Connect)?;
         let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
-        Ok(Self { connector, readers, pet_readers, reads, writer, stop_writer, writer_thread })
+        let delivery_leases = Arc::default();
+        Ok(Self {
+            connector,
+            readers,
+            pet_readers,
+            reads,
+            writer,
+            delivery_leases,
+            stop_writer,
+            writer_thread,
+        })
     }
 
     /// Applies the migrations not applied yet, on a connection of their own.
@@ -322,7 +335,8 @@ impl Database {
     /// The webhook endpoints and deliveries of this database, queued with the events they
     /// carry.
     pub fn webhooks(&self) -> SeaOrmWebhooks {
-        SeaOrmWebhooks::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
+        let (reads, leases) = (Arc::clone(&self.reads), Arc::clone(&self.delivery_leases));
+        SeaOrmWebhooks::new(self.readers.clone(), reads, self.writer.clone(), leases)
     }
 
     /// The readiness check of this database.

@@ -17,6 +17,7 @@ use sea_orm::{
     Statement,
 };
 
+use super::delivery_claims::Leases;
 use super::entity::webhook_endpoint as endpoint;
 use super::entity::{webhook_attempt as attempt, webhook_delivery as delivery};
 use super::failure::{corrupt, in_write};
@@ -66,11 +67,18 @@ pub struct SeaOrmWebhooks {
     pub(super) readers: DatabaseConnection,
     pub(super) reads: Arc<Reads>,
     pub(super) writer: Writer,
+    /// On SQLite, the process's leases of the deliveries it claimed.
+    pub(super) leases: Arc<Leases>,
 }
 
 impl SeaOrmWebhooks {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
-        Self { readers, reads, writer }
+    pub(super) fn new(
+        readers: DatabaseConnection,
+        reads: Arc<Reads>,
+        writer: Writer,
+        leases: Arc<Leases>,
+    ) -> Self {
+        Self { readers, reads, writer, leases }
     }
 }
 
