@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::RECOVERY;
+use super::options::{FULL_SECS, Fault};
 use super::traffic::{Client, Outcome, Seen};
-use super::{FULL_SECS, Fault, RECOVERY};
 
 const BEGIN: &str = "<!-- xtask faults: begin -->";
 const END: &str = "<!-- xtask faults: end -->";
