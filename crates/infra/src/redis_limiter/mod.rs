@@ -1,6 +1,6 @@
 //! [`RedisRateLimiter`]: rate-limit counters in Redis, shared by every instance of the service.
 //!
-//! One round trip per decision: a Lua script (`redis_limiter.lua`, run by EVALSHA and loaded
+//! One round trip per decision: a Lua script (`script.lua`, run by EVALSHA and loaded
 //! again after `NOSCRIPT`) reads a subject's state, applies the rules of the in-process
 //! limiter and stores the result, atomically, so that no interleaving of instances admits
 //! one request more than the quota. The script returns the state as it found it, and the
@@ -17,12 +17,11 @@
 //! start and the end of an outage are logged once each, and each decision taken without Redis
 //! is counted in [`FALLBACK_METRIC`].
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use animal_store_domain::rate_limit::{MINUTE, unix_seconds};
+use animal_store_domain::rate_limit::unix_seconds;
 use animal_store_domain::{
     Clock, Decision, GiveBack, LimiterStore, Quota, RateLimitPolicy, RateLimitState, RateLimiter,
     StoreFallback, Subject, Verdict,
@@ -32,6 +31,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use thiserror::Error;
 
 use crate::MemoryRateLimiter;
+
+mod script;
 
 /// The counter of decisions taken without Redis, by `mode`.
 pub const FALLBACK_METRIC: &str = "animal_store_rate_limit_store_fallbacks_total";
@@ -191,7 +192,7 @@ impl RedisRateLimiter {
         let local = MemoryRateLimiter::new(policy, options.local_capacity, time.clock().clone());
         Ok(Self {
             connection,
-            script: redis::Script::new(include_str!("redis_limiter.lua")),
+            script: script::script(),
             policy,
             options,
             local,
@@ -236,24 +237,17 @@ impl RedisRateLimiter {
         count: bool,
     ) -> Result<Decision, redis::RedisError> {
         let now = match &self.time {
-            Time::Redis(_) => String::new(),
-            Time::Fixed(clock) => unix_seconds(clock.now()).to_string(),
+            Time::Redis(_) => None,
+            Time::Fixed(clock) => Some(unix_seconds(clock.now())),
         };
-        let mut invocation = self.script.key(redis_key(&self.options.key_prefix, subject));
-        invocation
-            .arg(quota.per_minute.get())
-            .arg(quota.per_day.get())
-            .arg(u8::from(suspendable))
-            .arg(self.policy.suspend_after)
-            .arg(self.policy.suspension.as_secs())
-            .arg(u8::from(count))
-            .arg(now);
+        let asked = script::Decide { quota, suspendable, policy: &self.policy, count, now };
+        let invocation = asked.invocation(&self.script, &self.options.key_prefix, subject);
         let mut connection = self.connection.clone();
         let found: Vec<i64> =
             tokio::time::timeout(self.options.timeout, invocation.invoke_async(&mut connection))
                 .await
                 .unwrap_or_else(|_| Err(timed_out()))?;
-        let (mut state, now) = parse_state(&found).ok_or_else(|| {
+        let (mut state, now) = script::parse_state(&found).ok_or_else(|| {
             redis::RedisError::from((
                 redis::ErrorKind::Parse,
                 "the rate-limit script answered an unexpected shape",
@@ -306,40 +300,6 @@ fn timed_out() -> redis::RedisError {
     redis::RedisError::from((redis::ErrorKind::Io, "Redis did not answer in time"))
 }
 
-/// The state the script found and the time it used, checked for range: a value that does
-/// not fit (a key written by something else) is a failure of the store, not a panic.
-fn parse_state(found: &[i64]) -> Option<(RateLimitState, u64)> {
-    let [minute, minute_count, day, day_count, refusals, suspended_until, now] = found else {
-        return None;
-    };
-    let small = |value: &i64| u32::try_from(*value).ok();
-    let state = RateLimitState::from_parts(
-        (small(minute)?, small(minute_count)?),
-        (small(day)?, small(day_count)?),
-        small(refusals)?,
-        u64::try_from(*suspended_until).ok()?,
-    );
-    let now = u64::try_from(*now).ok()?;
-    (u64::from(small(minute)?) == now / MINUTE).then_some((state, now))
-}
-
-/// The Redis key of a subject's state, its subject in braces (a Redis Cluster hash tag).
-fn redis_key(prefix: &str, subject: &Subject) -> String {
-    match subject {
-        Subject::Key(id) => format!("{prefix}:{{key:{id}}}"),
-        Subject::Inquiry(id) => format!("{prefix}:{{inquiry:{id}}}"),
-        Subject::Address(IpAddr::V4(ip)) => format!("{prefix}:{{ip:{ip}}}"),
-        Subject::Address(IpAddr::V6(ip)) => format!("{prefix}:{{ip:{ip}}}"),
-        Subject::Named(digest) => {
-            let hex = digest.iter().fold(String::new(), |mut hex, byte| {
-                let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}"));
-                hex
-            });
-            format!("{prefix}:{{name:{hex}}}")
-        }
-    }
-}
-
 #[async_trait]
 impl RateLimiter for RedisRateLimiter {
     async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
@@ -361,14 +321,8 @@ impl RateLimiter for RedisRateLimiter {
             }
             return;
         }
-        let mut invocation = self.script.key(redis_key(&self.options.key_prefix, subject));
-        // Only the mode (2: both windows, 3: the day's) and the time of the slot matter to a
-        // give-back.
-        let mode = match windows {
-            GiveBack::Both => 2,
-            GiveBack::Day => 3,
-        };
-        invocation.arg(0).arg(0).arg(0).arg(0).arg(0).arg(mode).arg(taken.at);
+        let invocation =
+            script::give_back(&self.script, &self.options.key_prefix, subject, taken.at, windows);
         let mut connection = self.connection.clone();
         let given: Result<Result<Vec<i64>, _>, _> =
             tokio::time::timeout(self.options.timeout, invocation.invoke_async(&mut connection))
