@@ -4,14 +4,14 @@
 //! Up to [`IN_FLIGHT`] attempts at once, at most [`PER_ENDPOINT`] of one endpoint's: an
 //! endpoint that hangs holds only its own share, and the others' deliveries go on. Claims
 //! and records are writes, and the writer is shared with the requests: the worker claims
-//! for a batch of room ([`CLAIM_BATCH`] attempts ended, or [`IDLE`] passed), and records the
-//! outcomes of the attempts that end together ([`GATHER`]) in one write. Idle, it looks for
+//! for a batch of room ([`CLAIM_BATCH`] attempts ended, or [`IDLE`] passed), and records
+//! outcomes in batches: once [`RECORD_BATCH`] have ended, once the first of them ended
+//! [`RECORD_EVERY`] ago, or at once when no attempt is left in flight. Idle, it looks for
 //! due deliveries every [`IDLE`].
 //!
-//! The worker runs on a thread of its own, at a lower CPU priority than the threads that
-//! serve requests ([`NICENESS`]): when the cores are busy, requests go first and deliveries
-//! take what is left, so that an endpoint's deliveries never slow the API down; they catch
-//! up when the load falls.
+//! The worker runs on a thread of its own, at the lowest CPU priority ([`NICENESS`]): when
+//! the cores are busy, requests go first and deliveries take what is left, so that an
+//! endpoint's deliveries never slow the API down; they catch up when the load falls.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -32,8 +32,17 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub const IDLE: Duration = Duration::from_millis(100);
 /// How many attempts end, while others are in flight, before the worker claims more.
 pub const CLAIM_BATCH: usize = 16;
-/// How long the worker waits, once an attempt ends, for others to end with it.
+/// How long the worker waits, once an attempt ends, for others to end with it: the pace of
+/// its turns, which bounds the work the deliveries make the database do beside the requests.
 pub const GATHER: Duration = Duration::from_millis(5);
+/// How long a stopping worker waits for the outcomes it still holds to be recorded.
+pub const RECORD_AT_STOP: Duration = Duration::from_secs(5);
+/// How many ended attempts the worker records in one write, at most.
+pub const RECORD_BATCH: usize = 64;
+/// How long an ended attempt waits for others to be recorded with it, while attempts are in
+/// flight: a delivery made is recorded within this time (within a lease, so that a crash in
+/// between makes it again, never loses it).
+pub const RECORD_EVERY: Duration = Duration::from_millis(50);
 
 /// How often a busy worker refreshes the backlog's gauges, at most.
 pub const BACKLOG_EVERY: Duration = Duration::from_secs(5);
@@ -55,9 +64,9 @@ pub const PENDING_METRIC: &str = "animal_store_webhook_deliveries_pending";
 /// How long the oldest waiting delivery has waited, in seconds.
 pub const OLDEST_METRIC: &str = "animal_store_webhook_oldest_pending_seconds";
 
-/// The niceness of the worker's thread: 10, lower in priority than the server's other
+/// The niceness of the worker's thread: 19, the lowest priority, below the server's other
 /// threads (which run at the niceness the server was started with, 0 by default).
-pub const NICENESS: u8 = 10;
+pub const NICENESS: u8 = 19;
 
 /// The worker's thread, until it is stopped.
 pub struct Worker {
@@ -83,9 +92,18 @@ impl Worker {
             .spawn(move || {
                 lower_priority();
                 runtime.block_on(async {
+                    let mut done = Vec::new();
                     tokio::select! {
-                        () = run(deliverer) => {}
+                        () = run(&deliverer, &mut done) => {}
                         _ = stopped => {}
+                    }
+                    // Deliveries made and not yet recorded: recorded now, so that a stop does
+                    // not make them again at the next start.
+                    if !done.is_empty() {
+                        let recorded = record(&deliverer, done);
+                        if tokio::time::timeout(RECORD_AT_STOP, recorded).await.is_err() {
+                            tracing::warn!("recording webhook attempts at stop timed out");
+                        }
                     }
                 });
             })
@@ -93,8 +111,9 @@ impl Worker {
         Ok(Self { stop, thread })
     }
 
-    /// Stops the worker: the attempts in flight are dropped (their leases run out, or the
-    /// next start releases them), and waits for its thread to end.
+    /// Stops the worker: the outcomes of the attempts ended are recorded, the attempts in
+    /// flight are dropped (their leases run out, or the next start releases them), and waits
+    /// for its thread to end.
     pub fn stop(self) {
         let _ = self.stop.send(());
         if self.thread.join().is_err() {
@@ -109,7 +128,7 @@ impl Worker {
 /// and a test reads the niceness the thread gets.
 fn lower_priority() {
     use thread_priority::{ThreadPriority, ThreadPriorityValue, set_current_thread_priority};
-    let scale = 99 - (u16::from(NICENESS) + 20) * 99 / 39 - 1;
+    let scale = 99_u16.saturating_sub((u16::from(NICENESS) + 20) * 99 / 39 + 1);
     let lowered = u8::try_from(scale)
         .map_err(|e| e.to_string())
         .and_then(ThreadPriorityValue::try_from)
@@ -133,8 +152,9 @@ pub fn describe_metrics() {
     );
 }
 
-/// Runs the deliveries of `deliverer` until its future is dropped.
-async fn run(deliverer: Deliverer) {
+/// Runs the deliveries of `deliverer` until its future is dropped, keeping in `done` the
+/// outcomes that wait to be recorded.
+async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
     match deliverer.release_leases().await {
         Ok(0) => {}
         Ok(released) => {
@@ -146,12 +166,13 @@ async fn run(deliverer: Deliverer) {
     }
     let mut attempts: JoinSet<Attempted> = JoinSet::new();
     let mut in_flight: HashMap<EndpointId, usize> = HashMap::new();
-    let mut done: Vec<Attempted> = Vec::new();
     // When the backlog's gauges are next refreshed.
     let mut backlog_at = tokio::time::Instant::now() + BACKLOG_EVERY;
     // Attempts ended since the last claim, and when it was: a claim is a write, made for a
     // batch of room rather than for each attempt that ends.
     let (mut ended_since_claim, mut claimed_at) = (usize::MAX, tokio::time::Instant::now());
+    // When the first of the outcomes waiting to be recorded came.
+    let mut first_ended_at: Option<tokio::time::Instant> = None;
     loop {
         let free = IN_FLIGHT - attempts.len();
         let worth_it =
@@ -172,36 +193,52 @@ async fn run(deliverer: Deliverer) {
             }
         }
         if attempts.is_empty() {
+            // Nothing in flight, and nothing more to claim: what waits is recorded now.
+            if !done.is_empty() {
+                first_ended_at = None;
+                record(deliverer, std::mem::take(done)).await;
+            }
             tokio::time::sleep(IDLE).await;
             continue;
         }
         // Refreshed only while attempts are in flight: an idle worker leaves the gauges be.
         if tokio::time::Instant::now() >= backlog_at {
             let started = tokio::time::Instant::now();
-            report_backlog(&deliverer).await;
+            report_backlog(deliverer).await;
             backlog_at = started + backlog_interval(started.elapsed());
         }
-        // Wait for an attempt to end, then for those that end with it: their outcomes are
-        // recorded together, in one write.
-        if let Ok(Some(ended)) = tokio::time::timeout(IDLE, attempts.join_next()).await {
-            take(ended, &mut done, &mut in_flight);
-            tokio::time::sleep(GATHER).await;
+        // Wait for an attempt to end, no longer than the outcomes waiting may wait.
+        let waited = done.len();
+        if !attempts.is_empty() {
+            let until = first_ended_at.map_or(IDLE, |at| RECORD_EVERY.saturating_sub(at.elapsed()));
+            if let Ok(Some(ended)) = tokio::time::timeout(until, attempts.join_next()).await {
+                take(ended, done, &mut in_flight);
+                tokio::time::sleep(GATHER).await;
+            }
         }
         while let Some(ended) = attempts.try_join_next() {
-            take(ended, &mut done, &mut in_flight);
+            take(ended, done, &mut in_flight);
         }
-        ended_since_claim = ended_since_claim.saturating_add(done.len());
-        if !done.is_empty() {
-            let recording = std::mem::take(&mut done);
-            for attempt in &recording {
-                metrics::counter!(DELIVERIES_METRIC, "outcome" => attempt.outcome.kind())
-                    .increment(1);
-            }
-            if let Err(err) = deliverer.record(recording).await {
-                // The leases run out, and the deliveries are attempted again.
-                tracing::warn!(error = %err, "recording webhook attempts failed");
-            }
+        ended_since_claim = ended_since_claim.saturating_add(done.len() - waited);
+        if waited == 0 && !done.is_empty() {
+            first_ended_at = Some(tokio::time::Instant::now());
         }
+        let due = first_ended_at.is_some_and(|at| at.elapsed() >= RECORD_EVERY);
+        if done.len() >= RECORD_BATCH || due {
+            first_ended_at = None;
+            record(deliverer, std::mem::take(done)).await;
+        }
+    }
+}
+
+/// Records the outcomes of ended attempts in one write, and counts them by outcome.
+async fn record(deliverer: &Deliverer, recording: Vec<Attempted>) {
+    for attempt in &recording {
+        metrics::counter!(DELIVERIES_METRIC, "outcome" => attempt.outcome.kind()).increment(1);
+    }
+    if let Err(err) = deliverer.record(recording).await {
+        // The leases run out, and the deliveries are attempted again.
+        tracing::warn!(error = %err, "recording webhook attempts failed");
     }
 }
 
@@ -263,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn the_worker_thread_runs_at_niceness_10() {
+    fn the_worker_thread_runs_at_the_lowest_priority() {
         std::thread::spawn(|| {
             let before = niceness();
             super::lower_priority();

@@ -25,7 +25,9 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait as _,
 };
 
-use super::delivery_claims::{Claimed, claim_on_postgres, claim_on_sqlite};
+use super::delivery_claims::{
+    Claimed, claim_on_postgres, claim_on_sqlite, sqlite_endpoints_and_events,
+};
 use super::entity::webhook_endpoint as endpoint;
 use super::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
 use super::event_rows::to_event;
@@ -108,29 +110,39 @@ impl SeaOrmWebhooks {
         self.reads.run(transaction).await
     }
 
-    /// The deliveries `claimed`, with their endpoints and events, read on the reader pool
-    /// (the writer has other work). A delivery whose endpoint is gone meanwhile (removed) is
+    /// The endpoints and the events of the deliveries `claimed`: on SQLite read with rusqlite
+    /// on the caller's thread when a connection is free (the worker's, at its low priority),
+    /// on PostgreSQL on the reader pool.
+    async fn due_rows(
+        &self,
+        claimed: &[Claimed],
+    ) -> Result<(Vec<endpoint::Model>, Vec<event::Model>), RepositoryError> {
+        let endpoint_ids: Vec<i64> = claimed.iter().map(|c| c.1).collect();
+        let event_ids: Vec<i64> = claimed.iter().map(|c| c.2).collect();
+        if let Some(readers) = &self.sqlite_readers {
+            let read = sqlite_endpoints_and_events(readers, &endpoint_ids, &event_ids);
+            return self.reads.run(read).await;
+        }
+        let endpoints = endpoint::Entity::find().filter(endpoint::Column::Id.is_in(endpoint_ids));
+        let endpoints = self.reads.run(endpoints.all(&self.readers)).await?;
+        let events = event::Entity::find().filter(event::Column::Id.is_in(event_ids));
+        Ok((endpoints, self.reads.run(events.all(&self.readers)).await?))
+    }
+
+    /// The deliveries `claimed`, with their endpoints and events (see [`Self::due_rows`]; the
+    /// writer has other work). A delivery whose endpoint is gone meanwhile (removed) is
     /// left out, its lease running out; one whose event is gone (swept by a binary that did
     /// not know deliveries, during a rollback) can never be made, and is removed.
     async fn due(&self, claimed: Vec<Claimed>) -> Result<Vec<Due>, RepositoryError> {
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
-        let endpoints = endpoint::Entity::find()
-            .filter(endpoint::Column::Id.is_in(claimed.iter().map(|c| c.1)));
-        let endpoints: HashMap<i64, Endpoint> = self
-            .reads
-            .run(endpoints.all(&self.readers))
-            .await?
+        let (endpoints, events) = self.due_rows(&claimed).await?;
+        let endpoints: HashMap<i64, Endpoint> = endpoints
             .into_iter()
             .map(|row| to_endpoint(row).map(|endpoint| (endpoint.id.get(), endpoint)))
             .collect::<Result<_, _>>()?;
-        let events =
-            event::Entity::find().filter(event::Column::Id.is_in(claimed.iter().map(|c| c.2)));
-        let events: HashMap<i64, animal_store_domain::Event> = self
-            .reads
-            .run(events.all(&self.readers))
-            .await?
+        let events: HashMap<i64, animal_store_domain::Event> = events
             .into_iter()
             .map(|row| to_event(row).map(|event| (event.id.get(), event)))
             .collect::<Result<_, _>>()?;
@@ -245,7 +257,8 @@ impl WebhookDeliveries for SeaOrmWebhooks {
             self.worker_write(move |txn| Box::pin(claim_on_postgres(txn, now, until, sizes, busy)))
                 .await?
         } else {
-            let claim = claim_on_sqlite(&self.readers, &self.leases, (now, until), sizes, busy);
+            let readers = self.sqlite_readers.as_deref().ok_or_else(no_sqlite_readers)?;
+            let claim = claim_on_sqlite(readers, &self.leases, (now, until), sizes, busy);
             self.reads.run(claim).await?
         };
         self.due(claimed).await
@@ -314,4 +327,9 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         let (pending, oldest) = found.unwrap_or((0, None));
         Ok(Backlog { pending: u64::try_from(pending).unwrap_or(0), oldest })
     }
+}
+
+/// An SQLite store opened without its reader connections: a bug of the wiring.
+fn no_sqlite_readers() -> RepositoryError {
+    RepositoryError::Backend("SQLite's reader connections are missing".into())
 }

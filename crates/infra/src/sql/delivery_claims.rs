@@ -6,7 +6,7 @@
 //! it takes nothing of the writer, which the requests' writes wait for. A leased delivery is
 //! not due again until its lease ends. See [`deliveries`](super::deliveries).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use animal_store_domain::EndpointId;
 use chrono::{DateTime, Utc};
@@ -15,9 +15,11 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, QueryFilter,
     QueryResult, Statement,
 };
+use sea_query_rusqlite::rusqlite::{self, Connection};
 use tokio::sync::Mutex;
 
-use super::entity::webhook_delivery as delivery;
+use super::entity::{event, webhook_delivery as delivery, webhook_endpoint as endpoint};
+use super::reader_threads::ReaderThreads;
 
 /// The deliveries due: their next attempt due at `$now`, not leased (or their lease over),
 /// to an enabled endpoint.
@@ -46,28 +48,33 @@ fn postgres_due(now: DateTime<Utc>, count: usize, per_endpoint: usize, busy: &st
 
 /// The deliveries to claim on SQLite, whose one process claims alone: the enabled endpoints
 /// taken in turn, from one picked at random so that each gets its share over the claims,
-/// and of each at most `per_endpoint` of its deliveries due, soonest first, read from the
-/// index of each endpoint's deliveries (one seek each), passing over those the process
-/// holds (`held`), until `count`. However long an endpoint's queue, and however many wait for
-/// a disabled one, a claim reads the first rows of the endpoints it takes from.
-async fn sqlite_due(
-    readers: &impl ConnectionTrait,
-    now: DateTime<Utc>,
+/// and of each at most `per_endpoint` of its deliveries due at `now` (as stored), soonest
+/// first, read from the index of each endpoint's deliveries (one seek each), passing over
+/// those the process holds (`held`), until `count`. However long an endpoint's queue, and
+/// however many wait for a disabled one, a claim reads the first rows of the endpoints it
+/// takes from.
+fn sqlite_due(
+    connection: &Connection,
+    now: &str,
     (count, per_endpoint): (usize, usize),
-    (busy, held): (&str, &HashMap<i64, DateTime<Utc>>),
-) -> Result<Vec<Claimed>, DbErr> {
+    (busy, held): (&str, &HashSet<i64>),
+) -> rusqlite::Result<Vec<Claimed>> {
     let enabled = format!(
         "SELECT id FROM webhook_endpoints WHERE status = 'enabled' AND id NOT IN ({busy}) \
          ORDER BY id"
     );
-    let mut endpoints = Vec::new();
-    for row in readers.query_all_raw(Statement::from_string(DbBackend::Sqlite, enabled)).await? {
-        endpoints.push(row.try_get::<i64>("", "id")?);
-    }
+    let mut endpoints: Vec<i64> =
+        connection.prepare(&enabled)?.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
     if !endpoints.is_empty() {
         let first = rand::random_range(0..endpoints.len());
         endpoints.rotate_left(first);
     }
+    let mut due = connection.prepare_cached(
+        "SELECT id, endpoint_id, event_id, attempts FROM webhook_deliveries \
+         WHERE endpoint_id = ?1 AND next_attempt_at <= ?2 \
+         AND (leased_until IS NULL OR leased_until <= ?2) \
+         ORDER BY next_attempt_at, id LIMIT ?3",
+    )?;
     let mut claimed = Vec::new();
     for endpoint in endpoints {
         let left = count.saturating_sub(claimed.len());
@@ -76,16 +83,12 @@ async fn sqlite_due(
         }
         // Enough rows to take `left` past the ones this process holds already.
         let take = i64::try_from(per_endpoint.min(left) + held.len()).unwrap_or(i64::MAX);
-        let due = Statement::from_sql_and_values(
-            DbBackend::Sqlite,
-            "SELECT id, endpoint_id, event_id, attempts FROM webhook_deliveries \
-             WHERE endpoint_id = $1 AND next_attempt_at <= $2 \
-             AND (leased_until IS NULL OR leased_until <= $2) \
-             ORDER BY next_attempt_at, id LIMIT $3",
-            [endpoint.into(), now.into(), take.into()],
-        );
-        let rows = readers.query_all_raw(due).await?;
-        claimed.extend(pick(&rows, (left, per_endpoint), |id| held.contains_key(&id))?);
+        let rows = due
+            .query_map(rusqlite::params![endpoint, now, take], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })?
+            .collect::<Result<Vec<Claimed>, _>>()?;
+        claimed.extend(pick(rows, (left, per_endpoint), |id| held.contains(&id)));
     }
     Ok(claimed)
 }
@@ -120,30 +123,29 @@ fn busy_list(busy: &[EndpointId]) -> String {
 /// Of the due `rows`, in their order, those to claim: up to `count`, at most `per_endpoint`
 /// of one endpoint's, none that `held`.
 fn pick(
-    rows: &[QueryResult],
+    rows: Vec<Claimed>,
     (count, per_endpoint): (usize, usize),
     held: impl Fn(i64) -> bool,
-) -> Result<Vec<Claimed>, DbErr> {
+) -> Vec<Claimed> {
     let mut claimed = Vec::with_capacity(count);
     let mut taken: HashMap<i64, usize> = HashMap::new();
     for row in rows {
-        let get = |column: &str| row.try_get::<i64>("", column);
-        let id = get("id")?;
-        let endpoint = get("endpoint_id")?;
+        let (id, endpoint, ..) = row;
         let of_endpoint = taken.entry(endpoint).or_default();
         if claimed.len() == count || *of_endpoint == per_endpoint || held(id) {
             continue;
         }
         *of_endpoint += 1;
-        claimed.push((id, endpoint, get("event_id")?, row.try_get::<i32>("", "attempts")?));
+        claimed.push(row);
     }
-    Ok(claimed)
+    claimed
 }
 
-/// On SQLite, reading on `readers`: leases up to `count` deliveries due at `now` (see
-/// [`sqlite_due`]) in `leases` until `until`, and returns them. Claims take turns.
+/// On SQLite, reading on `readers` (on the caller's thread when a connection is free):
+/// leases up to `count` deliveries due at `now` (see [`sqlite_due`]) in `leases` until
+/// `until`, and returns them. Claims take turns.
 pub(super) async fn claim_on_sqlite(
-    readers: &impl ConnectionTrait,
+    readers: &ReaderThreads,
     leases: &Leases,
     (now, until): (DateTime<Utc>, DateTime<Utc>),
     sizes: (usize, usize),
@@ -151,9 +153,19 @@ pub(super) async fn claim_on_sqlite(
 ) -> Result<Vec<Claimed>, DbErr> {
     let mut leases = leases.0.lock().await;
     leases.retain(|_, ends| *ends > now);
-    let claimed = sqlite_due(readers, now, sizes, (&busy_list(busy), &leases)).await?;
+    let held: HashSet<i64> = leases.keys().copied().collect();
+    let (now_text, busy) = (stored_time(now), busy_list(busy));
+    let claimed =
+        readers.run(move |connection| sqlite_due(connection, &now_text, sizes, (&busy, &held)));
+    let claimed = claimed.await?;
     leases.extend(claimed.iter().map(|c| (c.0, until)));
     Ok(claimed)
+}
+
+/// A time as SQLite's columns hold it: the text sqlx writes (RFC 3339, seconds and their
+/// fraction as needed), which compares in time order with the text stored.
+pub(super) fn stored_time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
 }
 
 /// On PostgreSQL, in `txn`: leases up to `count` deliveries due at `now` (see
@@ -176,7 +188,8 @@ pub(super) async fn claim_on_postgres(
     )
     .await?;
     let due = postgres_due(now, count, per_endpoint, &busy_list(&busy));
-    let claimed = pick(&txn.query_all_raw(due).await?, (count, per_endpoint), |_| false)?;
+    let rows = txn.query_all_raw(due).await?.iter().map(claimed_row).collect::<Result<_, _>>()?;
+    let claimed = pick(rows, (count, per_endpoint), |_| false);
     if !claimed.is_empty() {
         delivery::Entity::update_many()
             .col_expr(delivery::Column::LeasedUntil, Expr::value(until))
@@ -185,4 +198,78 @@ pub(super) async fn claim_on_postgres(
             .await?;
     }
     Ok(claimed)
+}
+
+/// A due row as PostgreSQL answers it.
+fn claimed_row(row: &QueryResult) -> Result<Claimed, DbErr> {
+    let get = |column: &str| row.try_get::<i64>("", column);
+    Ok((get("id")?, get("endpoint_id")?, get("event_id")?, row.try_get::<i32>("", "attempts")?))
+}
+
+/// On SQLite, reading on `readers` (on the caller's thread when a connection is free): the
+/// endpoints `endpoints` and the events `events` of claimed deliveries, those that are left.
+pub(super) async fn sqlite_endpoints_and_events(
+    readers: &ReaderThreads,
+    endpoints: &[i64],
+    events: &[i64],
+) -> Result<(Vec<endpoint::Model>, Vec<event::Model>), DbErr> {
+    let endpoints = format!(
+        "SELECT id, owner, url, events, status, secret, created_at, failing_since \
+         FROM webhook_endpoints WHERE id IN ({})",
+        id_list(endpoints)
+    );
+    let events = format!(
+        "SELECT id, event_type, owner, created_at, object FROM events WHERE id IN ({})",
+        id_list(events)
+    );
+    readers
+        .run(move |connection| {
+            let endpoints = connection
+                .prepare(&endpoints)?
+                .query_map([], endpoint_row)?
+                .collect::<Result<_, _>>()?;
+            let events =
+                connection.prepare(&events)?.query_map([], event_row)?.collect::<Result<_, _>>()?;
+            Ok((endpoints, events))
+        })
+        .await
+}
+
+fn endpoint_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<endpoint::Model> {
+    Ok(endpoint::Model {
+        id: row.get(0)?,
+        owner: row.get(1)?,
+        url: row.get(2)?,
+        events: row.get(3)?,
+        status: row.get(4)?,
+        secret: row.get(5)?,
+        created_at: time(row, 6)?,
+        failing_since: row.get::<_, Option<String>>(7)?.map(|_| time(row, 7)).transpose()?,
+    })
+}
+
+fn event_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<event::Model> {
+    Ok(event::Model {
+        id: row.get(0)?,
+        event_type: row.get(1)?,
+        owner: row.get(2)?,
+        created_at: time(row, 3)?,
+        object: row.get(4)?,
+    })
+}
+
+/// The time in column `index`, as sqlx writes it (see [`stored_time`]).
+fn time(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<DateTime<Utc>> {
+    let text: String = row.get(index)?;
+    DateTime::parse_from_rfc3339(&text).map(|at| at.with_timezone(&Utc)).map_err(|err| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, err.into())
+    })
+}
+
+/// Ids as an SQL list: integers need no placeholder each.
+fn id_list(ids: &[i64]) -> String {
+    match ids {
+        [] => "-1".to_owned(),
+        ids => ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+    }
 }

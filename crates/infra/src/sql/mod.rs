@@ -259,7 +259,8 @@ impl Database {
     /// carry.
     pub fn webhooks(&self) -> SeaOrmWebhooks {
         let (reads, leases) = (Arc::clone(&self.reads), Arc::clone(&self.delivery_leases));
-        SeaOrmWebhooks::new(self.readers.clone(), reads, self.writer.clone(), leases)
+        let sqlite_readers = self.pet_readers.sqlite().cloned();
+        SeaOrmWebhooks::new(self.readers.clone(), reads, self.writer.clone(), leases, sqlite_readers)
     }
 
     /// The readiness check of this database.

@@ -40,6 +40,14 @@ pub(super) enum PetReaders {
 }
 
 impl PetReaders {
+    /// SQLite's reader connections, which the delivery worker's reads share.
+    pub(super) fn sqlite(&self) -> Option<&Arc<ReaderThreads>> {
+        match self {
+            Self::Sqlite(threads) => Some(threads),
+            Self::Postgres(_) => None,
+        }
+    }
+
     pub(super) fn postgres(&self) -> Option<&PgReaders> {
         match self {
             Self::Postgres(pg_readers) => Some(pg_readers),

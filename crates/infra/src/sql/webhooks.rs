@@ -18,6 +18,7 @@ use sea_orm::{
 };
 
 use super::delivery_claims::Leases;
+use super::reader_threads::ReaderThreads;
 use super::entity::webhook_endpoint as endpoint;
 use super::entity::{webhook_attempt as attempt, webhook_delivery as delivery};
 use super::failure::{corrupt, in_write};
@@ -69,6 +70,9 @@ pub struct SeaOrmWebhooks {
     pub(super) writer: Writer,
     /// On SQLite, the process's leases of the deliveries it claimed.
     pub(super) leases: Arc<Leases>,
+    /// On SQLite, the rusqlite connections the worker's reads take: on the worker's own
+    /// thread when one is free (see [`delivery_claims`](super::delivery_claims)).
+    pub(super) sqlite_readers: Option<Arc<ReaderThreads>>,
 }
 
 impl SeaOrmWebhooks {
@@ -77,8 +81,9 @@ impl SeaOrmWebhooks {
         reads: Arc<Reads>,
         writer: Writer,
         leases: Arc<Leases>,
+        sqlite_readers: Option<Arc<ReaderThreads>>,
     ) -> Self {
-        Self { readers, reads, writer, leases }
+        Self { readers, reads, writer, leases, sqlite_readers }
     }
 }
 
