@@ -260,7 +260,13 @@ impl Database {
     pub fn webhooks(&self) -> SeaOrmWebhooks {
         let (reads, leases) = (Arc::clone(&self.reads), Arc::clone(&self.delivery_leases));
         let sqlite_readers = self.pet_readers.sqlite().cloned();
-        SeaOrmWebhooks::new(self.readers.clone(), reads, self.writer.clone(), leases, sqlite_readers)
+        SeaOrmWebhooks::new(
+            self.readers.clone(),
+            reads,
+            self.writer.clone(),
+            leases,
+            sqlite_readers,
+        )
     }
 
     /// The readiness check of this database.

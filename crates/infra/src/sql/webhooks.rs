@@ -18,13 +18,13 @@ use sea_orm::{
 };
 
 use super::delivery_claims::Leases;
-use super::reader_threads::ReaderThreads;
 use super::entity::webhook_endpoint as endpoint;
 use super::entity::{webhook_attempt as attempt, webhook_delivery as delivery};
 use super::failure::{corrupt, in_write};
 use super::insert::insert_one;
 use super::job::Writer;
 use super::reachability::Reads;
+use super::reader_threads::ReaderThreads;
 
 /// An endpoint's event types as stored: `*`, or each type between commas, so that a type is
 /// found by looking for `,type,`.
