@@ -209,18 +209,16 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
         }
         // Wait for an attempt to end, no longer than the outcomes waiting may wait.
         let waited = done.len();
-        if !attempts.is_empty() {
-            let until = first_ended_at.map_or(IDLE, |at| RECORD_EVERY.saturating_sub(at.elapsed()));
-            if let Ok(Some(ended)) = tokio::time::timeout(until, attempts.join_next()).await {
-                take(ended, done, &mut in_flight);
-                tokio::time::sleep(GATHER).await;
-            }
+        let until = first_ended_at.map_or(IDLE, |at| RECORD_EVERY.saturating_sub(at.elapsed()));
+        if let Ok(Some(ended)) = tokio::time::timeout(until, attempts.join_next()).await {
+            take(ended, done, &mut in_flight);
+            tokio::time::sleep(GATHER).await;
         }
         while let Some(ended) = attempts.try_join_next() {
             take(ended, done, &mut in_flight);
         }
         ended_since_claim = ended_since_claim.saturating_add(done.len() - waited);
-        if waited == 0 && !done.is_empty() {
+        if first_ended_at.is_none() && !done.is_empty() {
             first_ended_at = Some(tokio::time::Instant::now());
         }
         let due = first_ended_at.is_some_and(|at| at.elapsed() >= RECORD_EVERY);

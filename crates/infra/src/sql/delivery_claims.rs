@@ -112,12 +112,9 @@ impl Leases {
     }
 }
 
-/// The endpoints `busy`, as an SQL list: ids are integers, which need no placeholder each.
+/// The endpoints `busy`, as an SQL list (see [`id_list`]).
 fn busy_list(busy: &[EndpointId]) -> String {
-    match busy {
-        [] => "-1".to_owned(),
-        busy => busy.iter().map(|id| id.get().to_string()).collect::<Vec<_>>().join(", "),
-    }
+    id_list(&busy.iter().map(|id| id.get()).collect::<Vec<_>>())
 }
 
 /// Of the due `rows`, in their order, those to claim: up to `count`, at most `per_endpoint`
@@ -243,8 +240,8 @@ fn endpoint_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<endpoint::Model> {
         events: row.get(3)?,
         status: row.get(4)?,
         secret: row.get(5)?,
-        created_at: time(row, 6)?,
-        failing_since: row.get::<_, Option<String>>(7)?.map(|_| time(row, 7)).transpose()?,
+        created_at: time(6, &row.get::<_, String>(6)?)?,
+        failing_since: row.get::<_, Option<String>>(7)?.map(|at| time(7, &at)).transpose()?,
     })
 }
 
@@ -253,20 +250,19 @@ fn event_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<event::Model> {
         id: row.get(0)?,
         event_type: row.get(1)?,
         owner: row.get(2)?,
-        created_at: time(row, 3)?,
+        created_at: time(3, &row.get::<_, String>(3)?)?,
         object: row.get(4)?,
     })
 }
 
-/// The time in column `index`, as sqlx writes it (see [`stored_time`]).
-fn time(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<DateTime<Utc>> {
-    let text: String = row.get(index)?;
-    DateTime::parse_from_rfc3339(&text).map(|at| at.with_timezone(&Utc)).map_err(|err| {
+/// The time `text` of column `index`, as sqlx writes it (see [`stored_time`]).
+fn time(index: usize, text: &str) -> rusqlite::Result<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text).map(|at| at.with_timezone(&Utc)).map_err(|err| {
         rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, err.into())
     })
 }
 
-/// Ids as an SQL list: integers need no placeholder each.
+/// Ids as an SQL list, `-1` (no row's) for none: integers need no placeholder each.
 fn id_list(ids: &[i64]) -> String {
     match ids {
         [] => "-1".to_owned(),
