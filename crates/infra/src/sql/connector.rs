@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, DatabaseConnection, DbErr};
+use sea_query_rusqlite::rusqlite;
 
 use super::pg_readers::PgReaders;
 use super::{Backend, DatabaseError, DatabaseOptions};
@@ -137,6 +138,37 @@ impl Connector {
         self.open(1, true).await
     }
 
+    /// SQLite: the writer's own connection for the writes it runs on its thread (see
+    /// `sqlite_writes.rs`), tuned as [`Connector::open_writer`]'s.
+    pub(super) fn open_sqlite_writer(&self) -> Result<rusqlite::Connection, DbErr> {
+        use rusqlite::OpenFlags;
+        self.create_sqlite_file()?;
+        let cannot = |err: rusqlite::Error| {
+            DbErr::Conn(sea_orm::RuntimeErr::Internal(format!("cannot open the writer: {err}")))
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection =
+            rusqlite::Connection::open_with_flags(self.sqlite_path()?, flags).map_err(cannot)?;
+        // The busy timeout first, as sqlx sets it: a lock another connection holds is waited
+        // for from then on.
+        connection.busy_timeout(SQLITE_BUSY_TIMEOUT).map_err(cannot)?;
+        let max_pages = self
+            .options
+            .sqlite_max_pages
+            .map(|pages| format!("PRAGMA max_page_count = {pages};"))
+            .unwrap_or_default();
+        connection
+            .execute_batch(&format!(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+                 PRAGMA journal_size_limit = {SQLITE_JOURNAL_SIZE_LIMIT}; {max_pages}"
+            ))
+            .map_err(cannot)?;
+        connection.set_prepared_statement_cache_capacity(SQLITE_STATEMENT_CACHE);
+        Ok(connection)
+    }
+
     pub(super) async fn open(
         &self,
         connections: u32,
@@ -180,5 +212,18 @@ impl Connector {
             });
         }
         sea_orm::Database::connect(options).await
+    }
+}
+
+/// Closes an SQLite connection of this process's, one at a time. Two connections to one file
+/// closing at once can deadlock in SQLite 3.51.1, the library of this build: its unix VFS
+/// takes its global mutex and a file's lock mutex in opposite orders when a closing
+/// connection tries the lock that folds the WAL (rusqlite issue 1860, fixed in later
+/// SQLite).
+pub(super) fn close_sqlite(connection: rusqlite::Connection, what: &str) {
+    static CLOSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Err((_, err)) = connection.close() {
+        tracing::warn!("{what} did not close cleanly: {err}");
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::Mutex;
 
 use super::entity::{event, webhook_delivery as delivery, webhook_endpoint as endpoint};
 use super::reader_threads::ReaderThreads;
+use super::sqlite_writes::stored_time;
 
 /// The deliveries due: their next attempt due at `$now`, not leased (or their lease over),
 /// to an enabled endpoint.
@@ -159,12 +160,6 @@ pub(super) async fn claim_on_sqlite(
     Ok(claimed)
 }
 
-/// A time as SQLite's columns hold it: the text sqlx writes (RFC 3339, seconds and their
-/// fraction as needed), which compares in time order with the text stored.
-pub(super) fn stored_time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
-}
-
 /// On PostgreSQL, in `txn`: leases up to `count` deliveries due at `now` (see
 /// [`postgres_due`]) until `until`, and returns them.
 pub(super) async fn claim_on_postgres(
@@ -267,51 +262,5 @@ fn id_list(ids: &[i64]) -> String {
     match ids {
         [] => "-1".to_owned(),
         ids => ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use chrono::{DateTime, TimeZone as _, Utc};
-    use proptest::prelude::*;
-
-    use super::stored_time;
-
-    /// A time from whole seconds and nanoseconds, as the clock gives them.
-    fn at(seconds: i64, nanos: u32) -> DateTime<Utc> {
-        Utc.timestamp_opt(seconds, nanos).single().expect("a time")
-    }
-
-    proptest! {
-        /// A due time compares with the time bound beside it as the two times compare:
-        /// the claim's `next_attempt_at <= ?` on the stored text, whatever fraction of a
-        /// second either has (none, milliseconds, microseconds, nanoseconds).
-        #[test]
-        fn stored_times_compare_as_the_times_do(
-            a in 1_600_000_000_i64..1_900_000_000,
-            b in 1_600_000_000_i64..1_900_000_000,
-            a_nanos in prop_oneof![Just(0_u32), 0_u32..1_000_000_000],
-            b_nanos in prop_oneof![Just(0_u32), 0_u32..1_000_000_000],
-        ) {
-            let (a, b) = (at(a, a_nanos), at(b, b_nanos));
-            prop_assert_eq!(stored_time(a).cmp(&stored_time(b)), a.cmp(&b));
-        }
-    }
-
-    /// The text bound for `now` is the text sqlx stores for the same time.
-    #[tokio::test]
-    async fn a_stored_time_is_the_text_sqlx_writes() {
-        use sea_orm::{ConnectionTrait as _, DbBackend, Statement};
-        let db = sea_orm::Database::connect("sqlite::memory:").await.expect("a database");
-        db.execute_unprepared("CREATE TABLE t (at TEXT)").await.expect("a table");
-        for time in [at(1_764_180_000, 0), at(1_764_180_000, 500_000_000), at(1, 123_456_789)] {
-            let insert = "INSERT INTO t (at) VALUES ($1)";
-            let insert = Statement::from_sql_and_values(DbBackend::Sqlite, insert, [time.into()]);
-            db.execute_raw(insert).await.expect("stored");
-            let read = Statement::from_string(DbBackend::Sqlite, "SELECT at FROM t");
-            let row = db.query_one_raw(read).await.expect("read").expect("a row");
-            assert_eq!(row.try_get::<String>("", "at").expect("text"), stored_time(time));
-            db.execute_unprepared("DELETE FROM t").await.expect("emptied");
-        }
     }
 }

@@ -30,8 +30,11 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
+use sea_query_rusqlite::rusqlite::Connection;
+
 use super::entity::event;
-use super::failure::corrupt;
+use super::failure::{WriteFailure, corrupt};
+use super::sqlite_writes;
 
 /// The pet or order of an event, as the `object` column keeps it.
 #[derive(Serialize, Deserialize)]
@@ -113,7 +116,31 @@ pub(super) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Re
     if txn.get_database_backend() == DbBackend::Postgres {
         return txn.execute_raw(postgres(columns)).await.map(drop);
     }
-    let count = i64::try_from(columns.len()).unwrap_or(i64::MAX);
+    let count = columns.len();
+    let done = txn.execute_raw(sqlite_insert(columns)).await?;
+    let last = i64::try_from(done.last_insert_id())
+        .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?;
+    txn.execute_raw(sqlite_queue(last, count)).await.map(drop)
+}
+
+/// [`record`] on SQLite's writer's own connection (see
+/// [`sqlite_writes`](super::sqlite_writes)).
+pub(super) fn record_on_sqlite(
+    connection: &Connection,
+    events: &[NewEvent],
+) -> Result<(), WriteFailure> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let columns = events.iter().map(Columns::of).collect::<Result<Vec<_>, _>>()?;
+    let count = columns.len();
+    sqlite_writes::execute(connection, &sqlite_insert(columns))?;
+    sqlite_writes::execute(connection, &sqlite_queue(connection.last_insert_rowid(), count))?;
+    Ok(())
+}
+
+/// SQLite: the statement that inserts the events of `columns`.
+fn sqlite_insert(columns: Vec<Columns>) -> Statement {
     let rows = columns.into_iter().map(|c| event::ActiveModel {
         id: NotSet,
         event_type: Set(c.event_type.to_owned()),
@@ -121,13 +148,16 @@ pub(super) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Re
         created_at: Set(c.created_at),
         object: Set(c.object),
     });
-    let done = txn.execute_raw(event::Entity::insert_many(rows).build(DbBackend::Sqlite)).await?;
-    // The rows of one statement get consecutive row ids, and no other write runs meanwhile.
-    let last = i64::try_from(done.last_insert_id())
-        .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?;
-    let queue = format!("{QUEUE} FROM events AS added {FOR_ENDPOINTS} AND added.id > ?");
-    let queue = Statement::from_sql_and_values(DbBackend::Sqlite, queue, [(last - count).into()]);
-    txn.execute_raw(queue).await.map(drop)
+    event::Entity::insert_many(rows).build(DbBackend::Sqlite)
+}
+
+/// SQLite: the statement that queues the deliveries of the `count` events just inserted,
+/// the last of them `last`: the rows of one statement get consecutive row ids, and no other
+/// write runs meanwhile.
+fn sqlite_queue(last: i64, count: usize) -> Statement {
+    let first = last - i64::try_from(count).unwrap_or(i64::MAX) + 1;
+    let queue = format!("{QUEUE} FROM events AS added {FOR_ENDPOINTS} AND added.id >= ?");
+    Statement::from_sql_and_values(DbBackend::Sqlite, queue, [first.into()])
 }
 
 /// The deliveries of the events `added`, the start of a statement: `INSERT ... SELECT`.

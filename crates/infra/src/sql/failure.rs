@@ -3,6 +3,7 @@
 
 use animal_store_domain::RepositoryError;
 use sea_orm::{DbErr, RuntimeErr, SqlErr};
+use sea_query_rusqlite::rusqlite;
 use thiserror::Error;
 
 /// What a driver error means for the domain.
@@ -30,6 +31,17 @@ impl FailureKind {
             _ => false,
         };
         if unavailable { Self::Unavailable } else { Self::Backend }
+    }
+
+    /// [`FailureKind::of`] for an error of rusqlite's, on the writer's own SQLite
+    /// connection (see `sqlite_writes.rs`): the same codes mean the same.
+    pub(super) fn of_sqlite(err: &rusqlite::Error) -> Self {
+        match err.sqlite_error() {
+            // SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE, as SeaORM reads them.
+            Some(failure) if matches!(failure.extended_code, 1555 | 2067) => Self::Duplicate,
+            Some(failure) if is_transient_sqlite_code(failure.extended_code) => Self::Unavailable,
+            _ => Self::Backend,
+        }
     }
 
     pub(super) fn with_source(
@@ -73,7 +85,7 @@ fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
         // SQLite's codes are numbers, and so are most of PostgreSQL's SQLSTATEs ("53100"):
         // which database answered decides how its code reads.
         Error::Database(db) if db.try_downcast_ref::<SqliteError>().is_some() => {
-            db.code().is_some_and(|code| is_transient_sqlite_code(&code))
+            db.code().and_then(|code| code.parse().ok()).is_some_and(is_transient_sqlite_code)
         }
         Error::Database(db) => db.code().is_some_and(|code| is_transient_sqlstate(&code)),
         Error::Io(_)
@@ -108,10 +120,10 @@ pub(super) fn is_sqlite_busy(err: &DbErr) -> bool {
 
 /// Whether SQLite's (extended) result code says the trouble is the database's state, not
 /// the statement.
-fn is_transient_sqlite_code(code: &str) -> bool {
+fn is_transient_sqlite_code(code: i32) -> bool {
     // The primary code is the low byte of an extended one: SQLITE_IOERR (10), SQLITE_BUSY
     // (5), SQLITE_LOCKED (6), SQLITE_READONLY (8), SQLITE_FULL (13).
-    code.parse::<i32>().is_ok_and(|code| matches!(code & 0xff, 5 | 6 | 8 | 10 | 13))
+    matches!(code & 0xff, 5 | 6 | 8 | 10 | 13)
 }
 
 /// Whether PostgreSQL's SQLSTATE says the trouble is the database's state, not the
@@ -122,6 +134,26 @@ fn is_transient_sqlite_code(code: &str) -> bool {
 fn is_transient_sqlstate(code: &str) -> bool {
     matches!(code.get(..2), Some("08" | "53" | "57" | "58"))
         || matches!(code, "40001" | "40P01" | "25006")
+}
+
+/// Why a transaction of the writer failed: SeaORM's error, or rusqlite's on the writer's own
+/// SQLite connection.
+#[derive(Debug, Error)]
+pub(super) enum WriteFailure {
+    #[error(transparent)]
+    Orm(#[from] DbErr),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+impl WriteFailure {
+    /// What the failure means for the domain.
+    pub(super) fn kind(&self) -> FailureKind {
+        match self {
+            Self::Orm(err) => FailureKind::of(err),
+            Self::Sqlite(err) => FailureKind::of_sqlite(err),
+        }
+    }
 }
 
 /// Turns a driver error into the domain's.

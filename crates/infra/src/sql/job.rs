@@ -1,7 +1,8 @@
 //! What the stores hand the writer (see [`writer`](super::writer)): additions of pets, which
 //! the pets' statements merge per batch (see [`additions`](super::additions)), and any other
 //! statements, run one job after the other; then the events of every change the jobs made,
-//! in one statement (see [`event_rows`](super::event_rows)).
+//! in one statement (see [`event_rows`](super::event_rows)). On SQLite, additions run on
+//! the writer's own connection (see [`sqlite_writes`](super::sqlite_writes)).
 
 use animal_store_domain::{
     IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError, to_the_second,
@@ -9,9 +10,11 @@ use animal_store_domain::{
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
+use sea_query_rusqlite::rusqlite;
 
-use super::additions::{Addition, add_all};
+use super::additions::{Addition, add_all, add_all_on_sqlite};
 use super::event_rows;
+use super::failure::WriteFailure;
 use super::writer::{self, JobMisused, Reply, Work, reply};
 
 /// The writer of a database, running its stores' jobs.
@@ -49,23 +52,8 @@ impl Work for Job {
     /// depend on a pet of its own batch, whose id its caller learns after the commit. Then
     /// records the events of what they changed, in that order.
     async fn run(txn: &DatabaseTransaction, batch: &mut [Self]) -> Result<(), DbErr> {
-        let additions = batch
-            .iter_mut()
-            .filter_map(|job| match job {
-                Job::Add(addition) => Some(&mut **addition),
-                Job::Statements(_) => None,
-            })
-            .collect();
-        add_all(txn, additions).await?;
-        let now = to_the_second(std::time::SystemTime::now());
-        let mut changes = Vec::new();
-        for job in batch.iter_mut() {
-            if let Job::Add(addition) = job
-                && let Some(pet) = addition.created()
-            {
-                changes.push(NewEvent::pet_created(pet.clone(), now));
-            }
-        }
+        add_all(txn, additions(batch)).await?;
+        let mut changes = pets_created(batch);
         for job in batch {
             if let Job::Statements(statements) = job {
                 statements.run(txn).await?;
@@ -75,12 +63,49 @@ impl Work for Job {
         event_rows::record(txn, &changes).await
     }
 
+    fn on_sqlite_connection(&self) -> bool {
+        matches!(self, Job::Add(_))
+    }
+
+    /// Adds the batch's pets, then records their events.
+    fn run_on_sqlite(
+        txn: &rusqlite::Transaction<'_>,
+        batch: &mut [Self],
+    ) -> Result<(), WriteFailure> {
+        add_all_on_sqlite(txn, additions(batch))?;
+        event_rows::record_on_sqlite(txn, &pets_created(batch))
+    }
+
     fn finish(self, outcome: Result<(), RepositoryError>) {
         match self {
             Job::Add(addition) => addition.finish(outcome),
             Job::Statements(statements) => statements.finish(outcome),
         }
     }
+}
+
+/// The additions of `batch`, in order.
+fn additions(batch: &mut [Job]) -> Vec<&mut Addition> {
+    batch
+        .iter_mut()
+        .filter_map(|job| match job {
+            Job::Add(addition) => Some(&mut **addition),
+            Job::Statements(_) => None,
+        })
+        .collect()
+}
+
+/// The events of the pets `batch`'s additions created, once they ran.
+fn pets_created(batch: &[Job]) -> Vec<NewEvent> {
+    let now = to_the_second(std::time::SystemTime::now());
+    batch
+        .iter()
+        .filter_map(|job| match job {
+            Job::Add(addition) => addition.created(),
+            Job::Statements(_) => None,
+        })
+        .map(|pet| NewEvent::pet_created(pet.clone(), now))
+        .collect()
 }
 
 impl Writer {

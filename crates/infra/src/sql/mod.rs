@@ -4,11 +4,10 @@
 //!
 //! - SQLite (the default, a file beside the server): WAL journal, `synchronous=FULL` so an
 //!   acknowledged write survives `kill -9` and power loss, a busy timeout, a bounded WAL
-//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Pets are read on
-//!   reader threads that each own a read-only connection of the synchronous SeaORM
-//!   (`reader_threads.rs`); keys, backups and the readiness check use a pool of up to four
-//!   async readers. WAL lets them all read beside the one writer connection, so the process
-//!   never fights itself for SQLite's single write lock.
+//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Pets are read with
+//!   rusqlite on the callers' threads or reader threads (`reader_threads.rs`); keys, backups
+//!   and the readiness check use a pool of up to four async readers. WAL lets them all read
+//!   beside the writer, whose connections write one at a time (`sqlite_writes.rs`).
 //! - PostgreSQL: pets are read on up to eight connections pooled without a ping per checkout
 //!   (`pg_readers.rs`); keys and the readiness check use a pool of up to four; one writer
 //!   connection.
@@ -44,6 +43,7 @@ mod reachability;
 mod reader_threads;
 mod records;
 mod schema;
+mod sqlite_writes;
 mod webhooks;
 mod window;
 mod writer;

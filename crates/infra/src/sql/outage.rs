@@ -5,11 +5,10 @@
 //! first failure of a run with its cause, counts the ones after it, and logs once more when
 //! an operation succeeds again.
 
+use std::fmt::Display;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
-
-use sea_orm::DbErr;
 
 use super::FailureKind;
 
@@ -35,7 +34,7 @@ impl Outage {
     /// Records a failed operation, which held `operations` callers' work. The first failure
     /// of a run is logged with its cause: at `WARN` when retrying may succeed (a full disk, a
     /// lost connection), at `ERROR` otherwise.
-    pub(super) fn failed(&self, err: &DbErr, operations: usize) {
+    pub(super) fn failed(&self, kind: FailureKind, err: &dyn Display, operations: usize) {
         let mut episode = self.episode.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(episode) = &mut *episode {
             episode.failures += 1;
@@ -44,7 +43,7 @@ impl Outage {
         *episode = Some(Episode { since: Instant::now(), failures: 1 });
         self.failing.store(true, Ordering::Release);
         let what = self.what;
-        if FailureKind::of(err) == FailureKind::Unavailable {
+        if kind == FailureKind::Unavailable {
             tracing::warn!(error = %err, operations, "database {what} fail; answering 503 until they succeed again");
         } else {
             tracing::error!(error = %err, operations, "database {what} fail");

@@ -2,7 +2,8 @@
 //! add and remove pets inside the writer's transactions (see [`writer`](super::writer)).
 //!
 //! On SQLite a row is inserted by a plain `INSERT`, run to its end, and its id read from
-//! SQLite's last row id. sea-orm's `exec` would ask for the id with `INSERT ... RETURNING`
+//! SQLite's last row id. Pets are added on the writer's own connection there (see
+//! [`sqlite_writes`](super::sqlite_writes)); through SeaORM, sea-orm's `exec` would ask for the id with `INSERT ... RETURNING`
 //! (its feature `sqlite-use-returning-for-3_35` reaches this build through
 //! sea-orm-migration), streaming the row back from the driver's worker thread, and with
 //! `ActiveModel::insert` through a fetch that leaves the statement open, which on SQLite
@@ -10,15 +11,17 @@
 //! checks the bound (and fails, at 64 MiB, when checkpoints are disabled).
 
 use animal_store_domain::{CategoryId, NewPet, Pet, PetId, PetName, PetStatus, RepositoryError};
-use sea_orm::sea_query::InsertStatement;
+use sea_orm::sea_query::{DeleteStatement, InsertStatement};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, NotSet,
     QueryFilter, QueryTrait, Set, Statement,
 };
+use sea_query_rusqlite::rusqlite::Connection;
 
 use super::entity::pet;
-use super::failure::corrupt;
+use super::failure::{WriteFailure, corrupt};
 use super::insert::insert_one;
+use super::sqlite_writes;
 
 // The mappings below name every field, on both sides and without `..`: a field added to
 // `NewPet`, `Pet` or the row does not compile until it is mapped here.
@@ -58,26 +61,24 @@ pub(super) fn from_sqlite_row(
     })
 }
 
-/// Inserts `pets` into SQLite with one statement and returns their ids, in order: the rows
-/// of one `INSERT` get consecutive row ids, the last one SQLite's last row id.
-pub(super) async fn insert_sqlite_rows(
-    txn: &DatabaseTransaction,
+/// Inserts `pets` into SQLite with one statement on the writer's own connection, and
+/// returns their ids, in order: the rows of one `INSERT` get consecutive row ids, the last
+/// one SQLite's last row id.
+pub(super) fn insert_on_sqlite(
+    connection: &Connection,
     pets: &[&NewPet],
-) -> Result<Vec<PetId>, DbErr> {
+) -> Result<Vec<PetId>, WriteFailure> {
     let insert = pet::Entity::insert_many(pets.iter().map(|pet| to_row(pet)));
-    let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
-    let count = u64::try_from(pets.len()).unwrap_or(u64::MAX);
-    let last = i64::try_from(done.last_insert_id()).ok();
-    match (done.rows_affected() == count, last) {
-        (true, Some(last)) => {
-            let first = last - i64::try_from(count).unwrap_or(i64::MAX) + 1;
-            Ok((first..=last).map(PetId::new).collect())
-        }
-        _ => Err(DbErr::Custom(format!(
-            "inserting {count} pets reported {} rows, the last id {last:?}",
-            done.rows_affected()
-        ))),
+    let inserted = sqlite_writes::execute(connection, &insert.build(DbBackend::Sqlite))?;
+    let last = connection.last_insert_rowid();
+    if inserted != pets.len() {
+        return Err(WriteFailure::Orm(DbErr::Custom(format!(
+            "inserting {} pets reported {inserted} rows",
+            pets.len()
+        ))));
     }
+    let first = last - i64::try_from(inserted).unwrap_or(i64::MAX) + 1;
+    Ok((first..=last).map(PetId::new).collect())
 }
 
 /// Takes `count` ids from the pets' sequence on PostgreSQL.
@@ -127,8 +128,21 @@ pub(super) async fn delete(txn: &DatabaseTransaction, ids: &[PetId]) -> Result<(
     if ids.is_empty() {
         return Ok(());
     }
+    txn.execute(&delete_statement(ids)).await.map(drop)
+}
+
+/// [`delete`] on SQLite's writer's own connection.
+pub(super) fn delete_on_sqlite(connection: &Connection, ids: &[PetId]) -> Result<(), WriteFailure> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlite_writes::execute(connection, &DbBackend::Sqlite.build(&delete_statement(ids)))?;
+    Ok(())
+}
+
+fn delete_statement(ids: &[PetId]) -> DeleteStatement {
     let ids = ids.iter().map(|id| id.get());
-    pet::Entity::delete_many().filter(pet::Column::Id.is_in(ids)).exec(txn).await.map(drop)
+    pet::Entity::delete_many().filter(pet::Column::Id.is_in(ids)).into_query()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use animal_store_domain::RepositoryError;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
 use thiserror::Error;
 
-use super::failure::{is_unreachable, repository_error};
+use super::failure::{FailureKind, is_unreachable, repository_error};
 use super::outage::Outage;
 use super::pg_readers::PgReaders;
 
@@ -143,7 +143,7 @@ impl Reads {
                 Ok(value)
             }
             Err(err) => {
-                self.outage.failed(&err, 1);
+                self.outage.failed(FailureKind::of(&err), &err, 1);
                 self.reachability.observe(&err);
                 Err(repository_error(err))
             }

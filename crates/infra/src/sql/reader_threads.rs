@@ -29,7 +29,7 @@ use sea_query_rusqlite::rusqlite::{self, Connection, OpenFlags};
 use sea_query_rusqlite::{RusqliteValue, RusqliteValues};
 use tokio::sync::oneshot;
 
-use super::connector::SQLITE_READER_CACHE_KIB;
+use super::connector::{SQLITE_READER_CACHE_KIB, close_sqlite};
 
 /// How long a reader thread waits for SQLite's locks (a WAL recovery, an operator's
 /// `VACUUM`) before its read fails.
@@ -82,7 +82,7 @@ impl ReaderThreads {
                     Ok(connection) => {
                         let _ = opened.send(Ok(()));
                         serve(&connection, &queue);
-                        close(connection);
+                        close_sqlite(connection, "a database reader");
                     }
                     Err(err) => {
                         let _ = opened.send(Err(err));
@@ -162,7 +162,7 @@ impl ReaderThreads {
         }
         for slot in &self.inline {
             if let Some(connection) = lock(slot).take() {
-                close(connection);
+                close_sqlite(connection, "a database reader");
             }
         }
         let threads = std::mem::take(&mut *self.lock_threads());
@@ -220,19 +220,6 @@ fn serve(connection: &Connection, queue: &Receiver<Message>) {
         if std::panic::catch_unwind(AssertUnwindSafe(|| job(connection))).is_err() {
             tracing::error!("a database read panicked");
         }
-    }
-}
-
-/// Closes a thread's connection, one thread at a time. Two connections to one file closing
-/// at once can deadlock in SQLite 3.51.1, the library of this build: its unix VFS takes its
-/// global mutex and a file's lock mutex in opposite orders when a closing connection tries
-/// the lock that folds the WAL (rusqlite issue 1860, fixed in later SQLite). The writer and
-/// the other readers close after these threads, one after the other (`Database::close`).
-fn close(connection: Connection) {
-    static CLOSING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = lock(&CLOSING);
-    if let Err((_, err)) = connection.close() {
-        tracing::warn!("a database reader did not close cleanly: {err}");
     }
 }
 

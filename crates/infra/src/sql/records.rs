@@ -13,11 +13,14 @@ use sea_orm::sea_query::{
     CommonTableExpression, Expr, ExprTrait as _, InsertStatement, OnConflict, Query, WithClause,
 };
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
+    QueryFilter, QueryTrait,
 };
+use sea_query_rusqlite::rusqlite::{self, Connection};
 
 use super::entity::idempotency_key as record;
-use super::failure::{corrupt, in_write};
+use super::failure::{WriteFailure, corrupt, in_write};
+use super::sqlite_writes;
 
 /// The record a row holds.
 fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
@@ -118,7 +121,7 @@ pub(super) async fn claim_all(
     if done.rows_affected() == u64::try_from(records.len()).unwrap_or(u64::MAX) {
         return Ok(vec![None; records.len()]);
     }
-    claimed_before(txn, records).await
+    claimed_before(records, records_of(txn, &keys(records)).await?)
 }
 
 /// The statement that claims the keys of `records` (see [`claim_all`]), its rows in the
@@ -146,20 +149,54 @@ fn claim_statement(records: &[&IdempotencyRecord]) -> Result<InsertStatement, Db
     Ok(insert)
 }
 
-/// In `txn`, once `records` tried to claim their keys: for each of them in order, the record
-/// of its key when it is not that one, which another write claimed before. A record is told
-/// from another by its content: a response names what its write created (a new pet's id, an
-/// unfilled record's status 0), so two writes never store the same record.
-async fn claimed_before(
-    txn: &DatabaseTransaction,
+/// [`claim_all`] on SQLite's writer's own connection (see
+/// [`sqlite_writes`](super::sqlite_writes)).
+pub(super) fn claim_all_on_sqlite(
+    connection: &Connection,
     records: &[&IdempotencyRecord],
+) -> Result<Vec<Option<IdempotencyRecord>>, WriteFailure> {
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let insert = DbBackend::Sqlite.build(&claim_statement(records)?);
+    if sqlite_writes::execute(connection, &insert)? == records.len() {
+        return Ok(vec![None; records.len()]);
+    }
+    let keys = keys(records);
+    let find = record::Entity::find().filter(any_key(keys.iter().copied()));
+    let rows = sqlite_writes::query(connection, &find.build(DbBackend::Sqlite), sqlite_row)?;
+    let stored = rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e)));
+    Ok(claimed_before(records, stored.collect::<Result<_, _>>()?)?)
+}
+
+/// A row of the records' table read on SQLite's writer's own connection.
+fn sqlite_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<record::Model> {
+    Ok(record::Model {
+        owner: row.get("owner")?,
+        key: row.get("key")?,
+        fingerprint: row.get("fingerprint")?,
+        status: row.get("status")?,
+        body: row.get("body")?,
+        location: row.get("location")?,
+        created_at: row.get("created_at")?,
+    })
+}
+
+/// The keys (owner, key) of `records`.
+fn keys<'r>(records: &[&'r IdempotencyRecord]) -> Vec<(&'r str, &'r str)> {
+    records.iter().map(|record| (record.owner.as_str(), record.idempotency_key.as_str())).collect()
+}
+
+/// Once `records` tried to claim their keys, whose records are `stored` now: for each of
+/// them in order, the record of its key when it is not that one, which another write
+/// claimed before. A record is told from another by its content: a response names what its
+/// write created (a new pet's id, an unfilled record's status 0), so two writes never store
+/// the same record.
+fn claimed_before(
+    records: &[&IdempotencyRecord],
+    stored: Vec<IdempotencyRecord>,
 ) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
-    let keys: Vec<(&str, &str)> = records
-        .iter()
-        .map(|record| (record.owner.as_str(), record.idempotency_key.as_str()))
-        .collect();
-    let mut stored: HashMap<(String, String), IdempotencyRecord> = records_of(txn, &keys)
-        .await?
+    let mut stored: HashMap<(String, String), IdempotencyRecord> = stored
         .into_iter()
         .map(|record| {
             ((record.owner.as_str().to_owned(), record.idempotency_key.as_str().to_owned()), record)
