@@ -5,6 +5,11 @@
 //! ratio to this one, measured in the same run, so that figures from different machines
 //! compare.
 //!
+//! It allocates with mimalloc, as the server does (`crates/bin/src/main.rs`): on glibc's
+//! allocator the same ceiling served about 57,000 requests a second for its first seconds
+//! under wrk and about 28,000 from then on, so that a ratio to it depended on when it was
+//! measured (docs/benchmarks.md).
+//!
 //! `cargo run --release -p animal-store-api --example ceiling -- ADDRESS KEY`
 
 use poem::listener::TcpListener;
@@ -12,6 +17,9 @@ use poem::{Route, Server};
 use poem_openapi::auth::Bearer;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi, OpenApiService, SecurityScheme};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The key every request must carry.
 #[derive(SecurityScheme)]
