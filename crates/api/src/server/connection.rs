@@ -17,6 +17,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -66,11 +67,20 @@ struct State {
 
 /// The phase and deadline of one connection, shared by its socket, its requests and its
 /// watchdog.
+///
+/// The watchdog ([`Activity::expired`]) is not told of every change: each request moves
+/// the phase two or three times, and a wake-up each time had the connection's task
+/// scheduled again, and another runtime thread woken to take it, per request. It looks at
+/// the state at least once every [`Activity::tick`] instead, and sleeps no later than the
+/// deadline it saw. Every change but one sets a deadline at least a tick away, or none, so
+/// the watchdog's next look comes before that deadline whenever the change was made; the
+/// one that brings a deadline forward (a body out of time) tells it.
 #[derive(Debug)]
 pub struct Activity {
     limits: Limits,
     state: Mutex<State>,
-    changed: Notify,
+    /// Told when a deadline is brought forward.
+    brought_forward: Notify,
 }
 
 impl Activity {
@@ -81,28 +91,29 @@ impl Activity {
             in_flight: 0,
             deadline: Some(Instant::now() + limits.header_timeout),
         };
-        Arc::new(Self { limits, state: Mutex::new(state), changed: Notify::new() })
+        Arc::new(Self { limits, state: Mutex::new(state), brought_forward: Notify::new() })
     }
 
-    fn update(&self, change: impl FnOnce(&mut State, &Limits) -> bool) {
-        let changed = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            change(&mut state, &self.limits)
-        };
-        if changed {
-            self.changed.notify_one();
-        }
+    /// The longest the watchdog sleeps between two looks at the state: no change but a
+    /// body's timeout sets a deadline closer than this.
+    fn tick(&self) -> Duration {
+        let Limits { header_timeout, idle_timeout, .. } = self.limits;
+        header_timeout.min(idle_timeout).max(Duration::from_millis(1))
+    }
+
+    /// Changes the state; the watchdog sees it at its next look (see [`Activity`]).
+    fn update(&self, change: impl FnOnce(&mut State, &Limits)) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        change(&mut state, &self.limits);
     }
 
     /// Bytes arrived: on an idle connection, a new request has begun.
     fn on_read(&self) {
         self.update(|state, limits| {
-            let starts = state.phase == Phase::Idle;
-            if starts {
+            if state.phase == Phase::Idle {
                 state.phase = Phase::Headers;
                 state.deadline = Some(Instant::now() + limits.header_timeout);
             }
-            starts
         });
     }
 
@@ -114,7 +125,6 @@ impl Activity {
                 state.phase = Phase::Busy;
                 state.deadline = None;
             }
-            true
         });
         RequestGuard(Arc::clone(self))
     }
@@ -122,12 +132,10 @@ impl Activity {
     fn end_request(&self) {
         self.update(|state, limits| {
             state.in_flight = state.in_flight.saturating_sub(1);
-            let idle = state.in_flight == 0 && state.phase == Phase::Busy;
-            if idle {
+            if state.in_flight == 0 && state.phase == Phase::Busy {
                 state.phase = Phase::Idle;
                 state.deadline = Some(Instant::now() + limits.idle_timeout);
             }
-            idle
         });
     }
 
@@ -136,27 +144,28 @@ impl Activity {
         self.update(|state, _| {
             state.phase = Phase::Body;
             state.deadline = Some(Instant::now());
-            true
         });
+        self.brought_forward.notify_one();
     }
 
     /// Resolves with the phase that ran out of time, when one does.
     pub async fn expired(&self) -> Phase {
         loop {
-            let changed = self.changed.notified();
+            let brought_forward = self.brought_forward.notified();
             let (phase, deadline) = {
                 let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
                 (state.phase, state.deadline)
             };
-            match deadline {
-                Some(deadline) if deadline <= Instant::now() => return phase,
-                Some(deadline) => {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(deadline) => {}
-                        () = changed => {}
-                    }
-                }
-                None => changed.await,
+            let now = Instant::now();
+            let next_look = now + self.tick();
+            let wake = match deadline {
+                Some(deadline) if deadline <= now => return phase,
+                Some(deadline) => deadline.min(next_look),
+                None => next_look,
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => {}
+                () = brought_forward => {}
             }
         }
     }
@@ -287,5 +296,75 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
 
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADERS: Duration = Duration::from_secs(10);
+    const IDLE: Duration = Duration::from_secs(60);
+
+    fn activity() -> Arc<Activity> {
+        Activity::new(Limits { header_timeout: HEADERS, idle_timeout: IDLE, ..Limits::default() })
+    }
+
+    /// The watchdog of `activity`, answering the phase that ran out and when.
+    fn watch(activity: &Arc<Activity>) -> tokio::task::JoinHandle<(Phase, Instant)> {
+        let activity = Arc::clone(activity);
+        tokio::spawn(async move { (activity.expired().await, Instant::now()) })
+    }
+
+    /// Whether `at` is `after` past `start`, to the timer's millisecond.
+    fn is_at(at: Instant, start: Instant, after: Duration) -> bool {
+        let elapsed = at - start;
+        elapsed >= after && elapsed < after + Duration::from_millis(5)
+    }
+
+    /// Requests that come and go move the deadline on without telling the watchdog: the
+    /// connection closes at the idle deadline of the last one, neither before nor later.
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_connection_closes_at_its_last_requests_idle_deadline() {
+        let activity = activity();
+        let start = Instant::now();
+        let watchdog = watch(&activity);
+        for _ in 0..3 {
+            activity.on_read();
+            drop(activity.begin_request());
+            tokio::time::advance(Duration::from_secs(45)).await;
+        }
+        let (phase, at) = watchdog.await.expect("the watchdog");
+        assert_eq!(phase, Phase::Idle);
+        assert!(is_at(at, start, Duration::from_secs(90) + IDLE), "closed {:?} in", at - start);
+    }
+
+    /// A request whose headers began on an idle connection and never completed closes it at
+    /// the header timeout, though the watchdog last looked while the connection was idle.
+    #[tokio::test(start_paused = true)]
+    async fn headers_that_stall_close_the_connection_at_the_header_timeout() {
+        let activity = activity();
+        let start = Instant::now();
+        let watchdog = watch(&activity);
+        drop(activity.begin_request());
+        tokio::time::advance(Duration::from_secs(33)).await;
+        activity.on_read();
+        let (phase, at) = watchdog.await.expect("the watchdog");
+        assert_eq!(phase, Phase::Headers);
+        assert!(is_at(at, start, Duration::from_secs(33) + HEADERS), "closed {:?} in", at - start);
+    }
+
+    /// A body out of time closes the connection at once, however far off the next look.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_out_of_time_closes_the_connection_at_once() {
+        let activity = activity();
+        let _request = activity.begin_request();
+        let start = Instant::now();
+        let watchdog = watch(&activity);
+        tokio::time::advance(Duration::from_secs(3)).await;
+        activity.body_timed_out();
+        let (phase, at) = watchdog.await.expect("the watchdog");
+        assert_eq!(phase, Phase::Body);
+        assert!(is_at(at, start, Duration::from_secs(3)), "closed {:?} in", at - start);
     }
 }
