@@ -316,10 +316,18 @@ mod tests {
         tokio::spawn(async move { (activity.expired().await, Instant::now()) })
     }
 
-    /// Whether `at` is `after` past `start`, to the timer's millisecond.
-    fn is_at(at: Instant, start: Instant, after: Duration) -> bool {
+    /// Asserts that `watchdog` closes its connection for `phase`, `after` past `start` (to
+    /// the timer's millisecond).
+    async fn closes(
+        watchdog: tokio::task::JoinHandle<(Phase, Instant)>,
+        start: Instant,
+        (phase, after): (Phase, Duration),
+    ) {
+        let (ran_out, at) = watchdog.await.expect("the watchdog");
+        assert_eq!(ran_out, phase);
         let elapsed = at - start;
-        elapsed >= after && elapsed < after + Duration::from_millis(5)
+        let on_time = elapsed >= after && elapsed < after + Duration::from_millis(5);
+        assert!(on_time, "closed {elapsed:?} in, not {after:?}");
     }
 
     /// Requests that come and go move the deadline on without telling the watchdog: the
@@ -334,9 +342,7 @@ mod tests {
             drop(activity.begin_request());
             tokio::time::advance(Duration::from_secs(45)).await;
         }
-        let (phase, at) = watchdog.await.expect("the watchdog");
-        assert_eq!(phase, Phase::Idle);
-        assert!(is_at(at, start, Duration::from_secs(90) + IDLE), "closed {:?} in", at - start);
+        closes(watchdog, start, (Phase::Idle, Duration::from_secs(90) + IDLE)).await;
     }
 
     /// A request whose headers began on an idle connection and never completed closes it at
@@ -349,9 +355,7 @@ mod tests {
         drop(activity.begin_request());
         tokio::time::advance(Duration::from_secs(33)).await;
         activity.on_read();
-        let (phase, at) = watchdog.await.expect("the watchdog");
-        assert_eq!(phase, Phase::Headers);
-        assert!(is_at(at, start, Duration::from_secs(33) + HEADERS), "closed {:?} in", at - start);
+        closes(watchdog, start, (Phase::Headers, Duration::from_secs(33) + HEADERS)).await;
     }
 
     /// A body out of time closes the connection at once, however far off the next look.
@@ -363,8 +367,6 @@ mod tests {
         let watchdog = watch(&activity);
         tokio::time::advance(Duration::from_secs(3)).await;
         activity.body_timed_out();
-        let (phase, at) = watchdog.await.expect("the watchdog");
-        assert_eq!(phase, Phase::Body);
-        assert!(is_at(at, start, Duration::from_secs(3)), "closed {:?} in", at - start);
+        closes(watchdog, start, (Phase::Body, Duration::from_secs(3))).await;
     }
 }
