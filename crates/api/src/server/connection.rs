@@ -69,8 +69,8 @@ struct State {
 /// watchdog.
 ///
 /// The watchdog ([`Activity::expired`]) is not told of every change: each request moves
-/// the phase two or three times, and a wake-up each time had the connection's task
-/// scheduled again, and another runtime thread woken to take it, per request. It looks at
+/// the phase two or three times, and a wake-up each time polled the connection's task again
+/// and set a new timer, two or three times a request. It looks at
 /// the state at least once every [`Activity::tick`] instead, and sleeps no later than the
 /// deadline it saw. Every change but one sets a deadline at least a tick away, or none, so
 /// the watchdog's next look comes before that deadline whenever the change was made; the

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, DatabaseConnection, DbErr};
 use sea_query_rusqlite::rusqlite;
 
@@ -154,19 +153,27 @@ impl Connector {
         // The busy timeout first, as sqlx sets it: a lock another connection holds is waited
         // for from then on.
         connection.busy_timeout(SQLITE_BUSY_TIMEOUT).map_err(cannot)?;
-        let max_pages = self
-            .options
-            .sqlite_max_pages
-            .map(|pages| format!("PRAGMA max_page_count = {pages};"))
-            .unwrap_or_default();
-        connection
-            .execute_batch(&format!(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
-                 PRAGMA journal_size_limit = {SQLITE_JOURNAL_SIZE_LIMIT}; {max_pages}"
-            ))
-            .map_err(cannot)?;
+        for (pragma, value) in self.sqlite_pragmas() {
+            connection.pragma_update(None, pragma, value).map_err(cannot)?;
+        }
         connection.set_prepared_statement_cache_capacity(SQLITE_STATEMENT_CACHE);
         Ok(connection)
+    }
+
+    /// The pragmas of every connection to an SQLite file, sqlx's and rusqlite's alike,
+    /// beyond the busy timeout: WAL, full syncs, foreign keys, a bounded WAL, and the
+    /// database's page limit if it has one.
+    fn sqlite_pragmas(&self) -> Vec<(&'static str, String)> {
+        let mut pragmas = vec![
+            ("journal_mode", "WAL".to_owned()),
+            ("synchronous", "FULL".to_owned()),
+            ("foreign_keys", "ON".to_owned()),
+            ("journal_size_limit", SQLITE_JOURNAL_SIZE_LIMIT.to_string()),
+        ];
+        if let Some(pages) = self.options.sqlite_max_pages {
+            pragmas.push(("max_page_count", pages.to_string()));
+        }
+        pragmas
     }
 
     pub(super) async fn open(
@@ -190,24 +197,19 @@ impl Connector {
             // one of the two would fail to switch it to WAL (a lock SQLite cannot wait for).
             // The connection `connect` opens stays in the pool all the same.
             options.idle_timeout(None).max_lifetime(None).min_connections(0);
-            let max_pages = self.options.sqlite_max_pages;
+            let pragmas = self.sqlite_pragmas();
             options.map_sqlx_sqlite_opts(move |opts| {
                 let opts = opts
                     .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Full)
                     .busy_timeout(SQLITE_BUSY_TIMEOUT)
-                    .foreign_keys(true)
-                    .statement_cache_capacity(SQLITE_STATEMENT_CACHE)
-                    .pragma("journal_size_limit", SQLITE_JOURNAL_SIZE_LIMIT.to_string());
-                let opts = if writer {
+                    .statement_cache_capacity(SQLITE_STATEMENT_CACHE);
+                let opts = pragmas
+                    .iter()
+                    .fold(opts, |opts, (pragma, value)| opts.pragma(*pragma, value.clone()));
+                if writer {
                     opts
                 } else {
                     opts.pragma("cache_size", format!("-{SQLITE_READER_CACHE_KIB}"))
-                };
-                match max_pages {
-                    Some(pages) => opts.pragma("max_page_count", pages.to_string()),
-                    None => opts,
                 }
             });
         }
@@ -225,5 +227,40 @@ pub(super) fn close_sqlite(connection: rusqlite::Connection, what: &str) {
     let _one_at_a_time = CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Err((_, err)) = connection.close() {
         tracing::warn!("{what} did not close cleanly: {err}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{ConnectionTrait as _, DbBackend, Statement};
+
+    use super::*;
+
+    /// The pragmas read back, each as text.
+    const READ: [&str; 5] =
+        ["journal_mode", "synchronous", "foreign_keys", "journal_size_limit", "max_page_count"];
+
+    /// The writer's own SQLite connection is tuned as sqlx's connections are.
+    #[tokio::test]
+    async fn the_writers_own_connection_is_tuned_as_sqlxs() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let options = DatabaseOptions { sqlite_max_pages: Some(5_000) };
+        let connector = Connector::new(&url, options).expect("a connector");
+        let sqlx = connector.open_writer().await.expect("sqlx's connection");
+        let own = connector.open_sqlite_writer().expect("the writer's own connection");
+        let mut by_sqlx = Vec::new();
+        let mut by_own = Vec::new();
+        for pragma in READ {
+            let sql = format!("SELECT CAST({pragma} AS TEXT) AS v FROM pragma_{pragma}");
+            let row = sqlx.query_one_raw(Statement::from_string(DbBackend::Sqlite, sql.clone()));
+            let row = row.await.expect("read by sqlx").expect("a row");
+            by_sqlx.push(row.try_get::<String>("", "v").expect("text"));
+            by_own.push(own.query_row(&sql, [], |row| row.get::<_, String>(0)).expect("read"));
+        }
+        assert_eq!(by_own, by_sqlx);
+        assert_eq!(by_own, ["wal", "2", "1", &SQLITE_JOURNAL_SIZE_LIMIT.to_string(), "5000"]);
+        close_sqlite(own, "the test's connection");
+        sqlx.close().await.expect("closed");
     }
 }

@@ -2,9 +2,9 @@
 //! add and remove pets inside the writer's transactions (see [`writer`](super::writer)).
 //!
 //! On SQLite a row is inserted by a plain `INSERT`, run to its end, and its id read from
-//! SQLite's last row id. Pets are added on the writer's own connection there (see
-//! [`sqlite_writes`](super::sqlite_writes)); through SeaORM, sea-orm's `exec` would ask for the id with `INSERT ... RETURNING`
-//! (its feature `sqlite-use-returning-for-3_35` reaches this build through
+//! SQLite's last row id; pets are added on the writer's own connection there (see
+//! [`sqlite_writes`](super::sqlite_writes)). Through SeaORM, sea-orm's `exec` would ask for
+//! the id with `INSERT ... RETURNING` (its feature `sqlite-use-returning-for-3_35` reaches this build through
 //! sea-orm-migration), streaming the row back from the driver's worker thread, and with
 //! `ActiveModel::insert` through a fetch that leaves the statement open, which on SQLite
 //! blocks WAL checkpoints for good and lets the WAL grow without bound. `tests/sqlite.rs`
@@ -140,6 +140,7 @@ pub(super) fn delete_on_sqlite(connection: &Connection, ids: &[PetId]) -> Result
     Ok(())
 }
 
+/// The statement that deletes the pets of `ids`.
 fn delete_statement(ids: &[PetId]) -> DeleteStatement {
     let ids = ids.iter().map(|id| id.get());
     pet::Entity::delete_many().filter(pet::Column::Id.is_in(ids)).into_query()

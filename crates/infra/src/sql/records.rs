@@ -162,11 +162,9 @@ pub(super) fn claim_all_on_sqlite(
     if sqlite_writes::execute(connection, &insert)? == records.len() {
         return Ok(vec![None; records.len()]);
     }
-    let keys = keys(records);
-    let find = record::Entity::find().filter(any_key(keys.iter().copied()));
-    let rows = sqlite_writes::query(connection, &find.build(DbBackend::Sqlite), sqlite_row)?;
-    let stored = rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e)));
-    Ok(claimed_before(records, stored.collect::<Result<_, _>>()?)?)
+    let find = find_keys(&keys(records)).build(DbBackend::Sqlite);
+    let rows = sqlite_writes::query(connection, &find, sqlite_row)?;
+    Ok(claimed_before(records, to_records(rows)?)?)
 }
 
 /// A row of the records' table read on SQLite's writer's own connection.
@@ -247,6 +245,15 @@ async fn records_of(
     txn: &DatabaseTransaction,
     keys: &[(&str, &str)],
 ) -> Result<Vec<IdempotencyRecord>, DbErr> {
-    let rows = record::Entity::find().filter(any_key(keys.iter().copied())).all(txn).await?;
+    to_records(find_keys(keys).all(txn).await?)
+}
+
+/// The query of the records of `keys` (owner, key).
+fn find_keys(keys: &[(&str, &str)]) -> sea_orm::Select<record::Entity> {
+    record::Entity::find().filter(any_key(keys.iter().copied()))
+}
+
+/// The records `rows` hold, read inside a write's transaction.
+fn to_records(rows: Vec<record::Model>) -> Result<Vec<IdempotencyRecord>, DbErr> {
     rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e))).collect()
 }

@@ -24,9 +24,9 @@
 //! # The writer's invariant
 //!
 //! A transaction starts only on a connection that has never seen a failure. After any failed
-//! `BEGIN`, statement or `COMMIT`, the writer's connections are closed (SQLite and PostgreSQL roll back
-//! whatever it still had open, and release its locks) and the next transaction opens a new
-//! one. sea-orm and sqlx track a transaction depth of their own, and it can disagree with the
+//! `BEGIN`, statement or `COMMIT`, the writer's connections are closed (SQLite and
+//! PostgreSQL roll back whatever they still had open, and release their locks) and the next
+//! transaction opens new ones. sea-orm and sqlx track a transaction depth of their own, and it can disagree with the
 //! database's after a failed `COMMIT`: SQLite may keep the transaction open, the depth stays
 //! above zero, and every later `begin()` becomes a savepoint inside a transaction that never
 //! ends. The writer therefore never trusts a connection after a failure, and `BEGIN` itself
