@@ -13,7 +13,7 @@
 //! A refused request is answered 429 `rate_limited` or `api_key_suspended` with
 //! `Retry-After` in whole seconds, and never reaches the operations.
 
-use animal_store_domain::{Decision, Subject, Verdict, WindowUsage};
+use animal_store_domain::{Decision, Subject, Verdict};
 use poem::Request;
 use poem::http::{HeaderMap, HeaderName, HeaderValue, header};
 
@@ -89,29 +89,86 @@ pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
     };
     let reset = suspended_until.unwrap_or(binding.reset);
     let windows = [("minute", decision.minute), ("day", decision.day)];
-    let policy = windows
-        .iter()
-        .map(|(name, w)| format!("\"{name}\";q={};w={}", w.limit, w.length))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let state = windows
-        .iter()
-        .map(|(name, w): &(&str, WindowUsage)| {
-            let reset = suspended_until.unwrap_or(w.reset);
-            format!("\"{name}\";r={};t={}", w.remaining, reset.saturating_sub(decision.at))
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let (mut policy, mut state) = (Fields::default(), Fields::default());
+    for (name, window) in windows {
+        let window_reset = suspended_until.unwrap_or(window.reset);
+        policy.item(name, [("q", u64::from(window.limit)), ("w", window.length)]);
+        state.item(
+            name,
+            [("r", u64::from(window.remaining)), ("t", window_reset.saturating_sub(decision.at))],
+        );
+    }
     let mut set = |name: &'static str, value: HeaderValue| {
         headers.insert(HeaderName::from_static(name), value);
     };
     set("x-ratelimit-limit", HeaderValue::from(binding.limit));
     set("x-ratelimit-remaining", HeaderValue::from(binding.remaining));
     set("x-ratelimit-reset", HeaderValue::from(reset));
-    if let Ok(value) = HeaderValue::try_from(policy) {
+    if let Some(value) = policy.value() {
         set("ratelimit-policy", value);
     }
-    if let Ok(value) = HeaderValue::try_from(state) {
+    if let Some(value) = state.value() {
         set("ratelimit", value);
+    }
+}
+
+/// A structured field list of the IETF draft (`"minute";q=60;w=60, "day";q=1000;w=86400`),
+/// written with `itoa` rather than `format!`: these two headers go on every response.
+#[derive(Default)]
+struct Fields(Vec<u8>);
+
+impl Fields {
+    /// Appends the item `"name"` with its integer parameters.
+    fn item(&mut self, name: &str, parameters: [(&str, u64); 2]) {
+        let bytes = &mut self.0;
+        if !bytes.is_empty() {
+            bytes.extend_from_slice(b", ");
+        }
+        bytes.push(b'"');
+        bytes.extend_from_slice(name.as_bytes());
+        bytes.push(b'"');
+        for (key, value) in parameters {
+            bytes.push(b';');
+            bytes.extend_from_slice(key.as_bytes());
+            bytes.push(b'=');
+            bytes.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+        }
+    }
+
+    fn value(self) -> Option<HeaderValue> {
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(self.0)).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use animal_store_domain::WindowUsage;
+
+    #[test]
+    fn the_headers_describe_both_windows() {
+        let window =
+            |limit, remaining, reset, length| WindowUsage { limit, remaining, reset, length };
+        let decision = Decision {
+            verdict: Verdict::Admitted,
+            minute: window(60, 59, 1_060, 60),
+            day: window(1_000, 999, 86_400, 86_400),
+            at: 1_019,
+        };
+        let mut headers = HeaderMap::new();
+        set_headers(&mut headers, &decision);
+        let header =
+            |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        assert_eq!(header("x-ratelimit-limit").as_deref(), Some("60"));
+        assert_eq!(header("x-ratelimit-remaining").as_deref(), Some("59"));
+        assert_eq!(header("x-ratelimit-reset").as_deref(), Some("1060"));
+        assert_eq!(
+            header("ratelimit-policy").as_deref(),
+            Some(r#""minute";q=60;w=60, "day";q=1000;w=86400"#)
+        );
+        assert_eq!(
+            header("ratelimit").as_deref(),
+            Some(r#""minute";r=59;t=41, "day";r=999;t=85381"#)
+        );
     }
 }

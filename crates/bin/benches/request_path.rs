@@ -11,6 +11,11 @@
 
 use animal_store::testkit::TestKit;
 use common::{get, seeded};
+
+// As the server allocates (`crates/bin/src/main.rs`): a profile of the request path on
+// another allocator is a profile of that allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 mod common;
 

@@ -86,13 +86,19 @@ impl PetName {
     /// # Errors
     ///
     /// [`PetNameError::Empty`] or [`PetNameError::TooLong`]: no rule ever allowed either.
-    pub fn stored(name: &str) -> Result<Self, PetNameError> {
+    pub fn stored(name: impl Into<String>) -> Result<Self, PetNameError> {
+        let name = name.into();
         let chars = name.chars().count();
         match chars {
             0 => Err(PetNameError::Empty),
             _ if chars > Self::MAX_CHARS => Err(PetNameError::TooLong(chars)),
-            _ => Ok(Self(name.to_owned())),
+            _ => Ok(Self(name)),
         }
+    }
+
+    /// The name, without copying it.
+    pub fn into_string(self) -> String {
+        self.0
     }
 
     /// The name as given by the client.

@@ -65,7 +65,7 @@ impl From<Pet> for PetBody {
         let Pet { id, name, category_id, status } = pet;
         Self {
             id: id.get(),
-            name: name.as_str().to_owned(),
+            name: name.into_string(),
             category_id: category_id.get(),
             status: Some(status.into()),
         }

@@ -54,7 +54,7 @@ async fn change(
     let Some(row) = query.one(txn).await? else {
         return refused(ChangePetError::NotFound(id));
     };
-    let pet = to_pet(&row).map_err(|e| in_write(&e))?;
+    let pet = to_pet(row).map_err(|e| in_write(&e))?;
     if expected.is_some_and(|expected| !expected(&pet)) {
         return refused(ChangePetError::PreconditionFailed(id));
     }

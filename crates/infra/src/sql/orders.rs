@@ -77,7 +77,7 @@ async fn move_pet(
     } else {
         pet::Entity::find_by_id(id.get()).one(txn).await?
     };
-    row.as_ref().map(to_pet).transpose().map_err(|e| in_write(&e))
+    row.map(to_pet).transpose().map_err(|e| in_write(&e))
 }
 
 /// In `txn`: reserves the pet if it is available and stores the order; the refusal otherwise.

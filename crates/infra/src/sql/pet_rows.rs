@@ -36,12 +36,12 @@ fn to_row(pet: &NewPet) -> pet::ActiveModel {
     }
 }
 
-pub(super) fn to_pet(row: &pet::Model) -> Result<Pet, RepositoryError> {
+pub(super) fn to_pet(row: pet::Model) -> Result<Pet, RepositoryError> {
     let pet::Model { id, name, category_id, status } = row;
     Ok(Pet {
-        id: PetId::new(*id),
+        id: PetId::new(id),
         name: PetName::stored(name).map_err(|e| corrupt("pets", e))?,
-        category_id: CategoryId::new(*category_id).map_err(|e| corrupt("pets", e))?,
+        category_id: CategoryId::new(category_id).map_err(|e| corrupt("pets", e))?,
         status: status.parse::<PetStatus>().map_err(|e| corrupt("pets", e))?,
     })
 }

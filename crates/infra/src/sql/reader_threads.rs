@@ -154,6 +154,22 @@ impl ReaderThreads {
         .await
     }
 
+    /// Runs `sql`, SQL that SeaORM built once for SQLite, with `values` bound in order, each
+    /// row read by `row`: a read that skips building its statement again.
+    pub(super) async fn query_sql<T: Send + 'static>(
+        &self,
+        sql: &'static str,
+        values: Vec<rusqlite::types::Value>,
+        row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, DbErr> {
+        self.run(move |connection| {
+            let mut prepared = connection.prepare_cached(sql)?;
+            let rows = prepared.query_map(rusqlite::params_from_iter(&values), row)?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// Closes the callers' connections (a read on one is waited for), lets the reads
     /// already queued finish, then stops the threads, which close theirs. Later reads fail.
     pub(super) fn stop(&self) {
