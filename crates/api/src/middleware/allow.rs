@@ -13,7 +13,7 @@ use poem::{Request, Response};
 use super::{Next, error_response, resolved, respond};
 
 /// 404 and 405 from the route table; `Allow` on every 405.
-pub async fn allow_header(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
+pub async fn allow_header(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
     let Some(resolved) = resolved(&req) else {
         return Ok(respond(ep.as_ref(), req).await);
     };

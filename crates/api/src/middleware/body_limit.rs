@@ -28,7 +28,7 @@ pub struct RawBody(pub bytes::Bytes);
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// Refuses bodies over [`MAX_BODY_BYTES`] with 413, whatever their framing.
-pub async fn body_limit(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
+pub async fn body_limit(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)

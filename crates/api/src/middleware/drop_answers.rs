@@ -57,7 +57,7 @@ impl Middleware<Next> for DropAnswers {
 /// something (a success, not a replay) for the connection to drop.
 fn drop_answers(
     drops: &Arc<AnswerDrops>,
-) -> impl Fn(Arc<Next>, Request) -> BoxFuture<'static, poem::Result<Response>> + Send + Sync + 'static
+) -> impl Fn(Arc<Next>, Box<Request>) -> BoxFuture<'static, poem::Result<Response>> + Send + Sync + 'static
 {
     let drops = Arc::clone(drops);
     move |ep, req| {

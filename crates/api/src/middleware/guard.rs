@@ -37,7 +37,7 @@ use crate::{auth, rate_limit};
 /// So an address over its limit gets 429 for a right guess as for a wrong one, valid keys
 /// and outages never spend an address's quota, and a key never pays for a lookup that
 /// failed (`docs/api.md#requests-without-a-valid-key`).
-pub async fn guard(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
+pub async fn guard(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
     // The probes and the metrics are outside the API: never counted, never refused.
     if crate::probes::is_for_operators(req.uri().path()) {
         return Ok(respond(ep.as_ref(), req).await);

@@ -22,7 +22,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::idempotency::{IDEMPOTENCY_KEY, KeyedWrite};
 
 /// Decides keyed requests to `createPet` and `placeOrder` before they run.
-pub async fn idempotency_keys(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
+pub async fn idempotency_keys(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
     // The operations that declare the header in the document honour it.
     let keyed = resolved(&req).is_some_and(|resolved| {
         resolved.route().is_some_and(|route| route.takes_idempotency_key(req.method()))

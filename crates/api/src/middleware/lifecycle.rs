@@ -15,7 +15,7 @@ pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
 
 /// Adds a deprecated operation's headers and a beta or experimental operation's
 /// `API-Stability` to every response of it.
-pub async fn lifecycle_headers(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
+pub async fn lifecycle_headers(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
     let resolved = resolved(&req);
     let route = resolved.as_ref().and_then(Resolved::route);
     let deprecation = route.and_then(|route| route.deprecation(req.method()));

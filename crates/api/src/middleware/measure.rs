@@ -11,7 +11,7 @@ use crate::telemetry::{RequestMetrics, method_label};
 
 /// Counts the request as active while it runs, then records its duration by
 /// method, route template and status.
-pub async fn record_metrics(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
+pub async fn record_metrics(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
     let Some(metrics) = req.data::<Arc<RequestMetrics>>().cloned() else {
         return Ok(respond(ep.as_ref(), req).await);
     };

@@ -25,7 +25,7 @@ pub const COMPRESS_FROM: usize = 1024;
 /// turns it into a 304 when the request already holds that representation, then compresses
 /// the body when a coding was chosen. What is not an operation (the document, which has
 /// its own, the probes, the metrics) passes as it is.
-pub async fn representations(ep: Arc<Next>, mut req: Request) -> poem::Result<Response> {
+pub async fn representations(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
     // A HEAD is answered as its GET, whose body is dropped here, after its tag and coding are
     // chosen, so that it has the GET's headers (poem's router would drop it first).
     let is_head = req.method() == Method::HEAD;

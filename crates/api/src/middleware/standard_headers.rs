@@ -64,7 +64,7 @@ pub fn cache_headers(kind: Kind, authorized: bool) -> (&'static str, Option<&'st
 
 /// Puts `nosniff` and the caching headers on every response, and `Connection: close` while
 /// the server drains.
-pub async fn standard_headers(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
+pub async fn standard_headers(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
     let authorized = req.headers().contains_key(header::AUTHORIZATION);
     let kind = Kind::of_request(&req);
     let draining = req.data::<AppState>().is_some_and(|state| state.readiness.is_draining());

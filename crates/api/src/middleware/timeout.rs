@@ -12,7 +12,7 @@ use crate::state::{AppState, DEFAULT_REQUEST_TIMEOUT};
 
 /// Answers 503 for the request when the layers inside take longer than
 /// `ApiConfig::request_timeout`.
-pub async fn request_timeout(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
+pub async fn request_timeout(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
     let limit = req
         .data::<AppState>()
         .map_or(DEFAULT_REQUEST_TIMEOUT, |state| state.config.request_timeout);

@@ -38,7 +38,7 @@ pub fn request_id(req: &Request) -> String {
 /// Gives the request an id ([`request_id`], sent back as `X-Request-Id`), a span with its
 /// method, route and key id, and a line with its status and latency when it ends.
 /// The key itself is never logged.
-pub async fn trace_request(ep: Arc<Next>, req: Request) -> poem::Result<Response> {
+pub async fn trace_request(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
     let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
     let resolved = resolved(&req);
