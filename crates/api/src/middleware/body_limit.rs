@@ -38,8 +38,8 @@ pub async fn body_limit(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Re
         return Ok(ApiError::payload_too_large().into_response());
     }
     let body = req.take_body();
-    // Most requests have no body (every `GET`): nothing to read. Boxed, the read's future
-    // (4 KB) is not part of this layer's, which every request's copies.
+    // Most requests have no body (every `GET`): nothing to read. The read is boxed so that
+    // its future (4 KB) is not part of this layer's, which is copied for every request.
     let read = if body.is_empty() {
         Ok(bytes::Bytes::new())
     } else {

@@ -150,10 +150,8 @@ where
 /// layer's future holds the layers inside by a pointer.
 ///
 /// Not an `async fn`: the call is made here, at once, so the future returned holds the
-/// inner layers' boxed future and nothing else. As an `async fn`, its future held the
-/// request (472 bytes) until its first poll, and so did the future of every layer that
-/// awaited it, next to the request that layer held itself: each layer's future took 1.5 to
-/// 5 KB, all of it copied to the heap per layer per request.
+/// inner layers' boxed future and nothing else, not the request until its first poll (see
+/// `Layer`).
 fn respond(ep: &Next, req: Box<Request>) -> impl Future<Output = Response> + Send + '_ {
     let call = DynEndpoint::call(ep.as_ref(), *req);
     async move {

@@ -16,6 +16,7 @@ use sea_orm::{
     ColumnTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
     QuerySelect, QueryTrait,
 };
+use sea_query_rusqlite::rusqlite;
 
 use super::entity::pet;
 use super::job::Writer;
@@ -23,7 +24,6 @@ use super::pet_rows::{from_sqlite_row, to_pet};
 use super::pg_readers::PgReaders;
 use super::reachability::Reads;
 use super::reader_threads::ReaderThreads;
-use sea_query_rusqlite::rusqlite;
 
 /// Pets in an SQL database. Cheap to clone: clones share the readers and the writer.
 #[derive(Clone)]
@@ -119,14 +119,13 @@ impl PetRead {
     /// The values its SQL binds, in their order.
     fn values(self) -> Vec<rusqlite::types::Value> {
         use rusqlite::types::Value;
-        let count = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
         match self {
-            Self::One(id) => vec![Value::Integer(id.get()), count(1)],
-            Self::Page { status, after, count: n } => status
+            Self::One(id) => vec![Value::Integer(id.get()), Value::Integer(1)],
+            Self::Page { status, after, count } => status
                 .map(|s| Value::Text(s.as_str().to_owned()))
                 .into_iter()
                 .chain(after.map(|a| Value::Integer(a.get())))
-                .chain([count(u64::try_from(n).unwrap_or(u64::MAX))])
+                .chain([Value::Integer(i64::try_from(count).unwrap_or(i64::MAX))])
                 .collect(),
         }
     }

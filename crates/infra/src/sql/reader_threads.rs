@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use sea_orm::{DbErr, RuntimeErr};
-use sea_query_rusqlite::rusqlite::{self, Connection, OpenFlags};
-use sea_query_rusqlite::{RusqliteValue, RusqliteValues};
+use sea_query_rusqlite::RusqliteValue;
+use sea_query_rusqlite::rusqlite::{self, Connection, OpenFlags, ToSql};
 use tokio::sync::oneshot;
 
 use super::connector::{SQLITE_READER_CACHE_KIB, close_sqlite};
@@ -143,27 +143,21 @@ impl ReaderThreads {
         row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, DbErr> {
         let sea_orm::Statement { sql, values, .. } = statement;
-        let values = RusqliteValues(
-            values.map(|v| v.0).unwrap_or_default().into_iter().map(RusqliteValue).collect(),
-        );
-        self.run(move |connection| {
-            let mut prepared = connection.prepare_cached(&sql)?;
-            let rows = prepared.query_map(&*values.as_params(), row)?;
-            rows.collect()
-        })
-        .await
+        let values: Vec<RusqliteValue> =
+            values.map(|v| v.0).unwrap_or_default().into_iter().map(RusqliteValue).collect();
+        self.query_sql(sql, values, row).await
     }
 
-    /// Runs `sql`, SQL that SeaORM built once for SQLite, with `values` bound in order, each
-    /// row read by `row`: a read that skips building its statement again.
-    pub(super) async fn query_sql<T: Send + 'static>(
+    /// Runs `sql`, SQL that SeaORM built for SQLite (once, for a read that keeps it), with
+    /// `values` bound in order, each row read by `row`.
+    pub(super) async fn query_sql<T: Send + 'static, V: ToSql + Send + 'static>(
         &self,
-        sql: &'static str,
-        values: Vec<rusqlite::types::Value>,
+        sql: impl AsRef<str> + Send + 'static,
+        values: Vec<V>,
         row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, DbErr> {
         self.run(move |connection| {
-            let mut prepared = connection.prepare_cached(sql)?;
+            let mut prepared = connection.prepare_cached(sql.as_ref())?;
             let rows = prepared.query_map(rusqlite::params_from_iter(&values), row)?;
             rows.collect()
         })
