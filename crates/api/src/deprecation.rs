@@ -5,6 +5,7 @@
 //! the sunset instant on, it answers 410 `gone`. The instants are compared with the clock
 //! port, so tests can stand in 2031.
 
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use poem::http::{HeaderName, HeaderValue, header};
@@ -49,8 +50,18 @@ impl Deprecation {
         now >= self.sunset_instant()
     }
 
-    /// The headers every response of the operation carries.
+    /// The headers every response of the operation carries: those of the operations in
+    /// [`DEPRECATIONS`] written once, as they go on each of their responses.
     pub fn headers(&self) -> [(HeaderName, HeaderValue); 3] {
+        static WRITTEN: OnceLock<Vec<[(HeaderName, HeaderValue); 3]>> = OnceLock::new();
+        let written = WRITTEN.get_or_init(|| DEPRECATIONS.iter().map(Self::write).collect());
+        DEPRECATIONS
+            .iter()
+            .position(|deprecation| deprecation == self)
+            .map_or_else(|| self.write(), |index| written[index].clone())
+    }
+
+    fn write(&self) -> [(HeaderName, HeaderValue); 3] {
         let value =
             |s: String| HeaderValue::try_from(s).unwrap_or_else(|_| HeaderValue::from_static(""));
         [
@@ -74,6 +85,16 @@ mod tests {
         assert_eq!(headers[0].1, "@1767225600");
         assert_eq!(headers[1].1, "Thu, 05 Dec 2030 00:00:00 GMT");
         assert_eq!(headers[2].1, "</v1/pets>; rel=\"successor-version\"");
+    }
+
+    /// One outside the list is written when asked, not taken for one of the list.
+    #[test]
+    fn an_unlisted_deprecation_spells_its_own_headers() {
+        let other = Deprecation { operation_id: "other", announced: 0, sunset: 0, ..GET_PET };
+        let headers = other.headers();
+        assert_eq!(headers[0].1, "@0");
+        assert_eq!(headers[1].1, "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(GET_PET.headers(), GET_PET.headers(), "written once, the same each time");
     }
 
     #[test]

@@ -49,8 +49,7 @@ use std::sync::Arc;
 
 use poem::endpoint::make_sync;
 use poem::http::{HeaderValue, Method, header};
-use poem::middleware::CatchPanic;
-use poem::{EndpointExt, IntoEndpoint, Response, Route, get};
+use poem::{EndpointExt, Response, Route, get};
 
 use middleware::Stack as _;
 
@@ -131,39 +130,33 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .collect(),
     ));
     let drops = Arc::new(middleware::AnswerDrops::new(state.config.drop_answer_every));
-    let v1 = Route::new()
-        .at("/openapi.json", get(make_sync(move |req| document.respond(&req))))
-        .at("/docs", get(make_sync(move |req| docs.respond(&req))))
-        .nest("/", service);
 
-    // The layers, innermost first: the order is written here only. Each layer outside
-    // `catch_all_error` turns an error into a response itself before adding its headers, so
-    // that no response escapes without them.
+    // The layers, innermost first: the order is written here only. Each layer calls the
+    // ones inside through `respond`, which turns an error raised there (routing, extraction)
+    // into the Error body, so that no response escapes without the headers of the layers
+    // outside.
     Route::new()
         .at(probes::PATHS[0], get(operators::livez))
         .at(probes::PATHS[1], get(operators::readyz))
         .at(telemetry::PATH, get(operators::serve_metrics))
-        .nest("/v1", v1)
+        .at("/v1/openapi.json", get(make_sync(move |req| document.respond(&req))))
+        .at("/v1/docs", get(make_sync(move |req| docs.respond(&req))))
+        .nest("/v1", service)
         .boxed()
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
         .layer(middleware::idempotency_keys)
         // Only with `drop-answer-every`: outside the hold, so that a replay is told from a stored write.
-        .with_if(drops.is_enabled(), middleware::DropAnswers(drops))
-        .boxed()
+        .with_if(drops.is_enabled(), middleware::drop_answers(drops))
         // Chooses the answer's coding and tags a read's representation; outside the hold, so
         // that a replay is encoded for the retry that asked; inside the guard, which gives a
         // 304's slot back to the day's quota.
         .layer(middleware::representations)
         // Reads at most 16 KiB of a body before anything parses it.
         .layer(middleware::body_limit)
-        // Errors raised by routing and extraction become the Error body.
-        .catch_all_error(|err| async move { middleware::error_response(err) })
-        .boxed()
         // 404 and 405 from the route table, with `Allow`, before poem's router.
         .layer(middleware::allow_header)
         // A panicking handler becomes a 500 Error body that the layers outside still mark.
-        .with(CatchPanic::new().with_handler(middleware::panic_response))
-        .boxed()
+        .layer(middleware::catch_panic)
         // Inside the guard, so that its 503 keeps the rate-limit headers.
         .layer(middleware::request_timeout)
         // The key and the rate limits, outside the body limit: an over-limit request is
@@ -183,13 +176,12 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)
         .into_endpoint()
-        .boxed()
 }
 
 #[cfg(test)]
 mod tests {
-    /// The layers as `app` stacks them, innermost first: `.layer(...)`, `.with_if(...)`,
-    /// `.with(...)`, `.catch_all_error(...)` and `.data(...)` (once).
+    /// The layers as `app` stacks them, innermost first: `.layer(...)`, `.with_if(...)` and
+    /// `.data(...)` (once).
     fn layers_of_app() -> Vec<String> {
         let source = include_str!("lib.rs");
         let start = source.find("pub fn app(").expect("app");
@@ -200,10 +192,6 @@ mod tests {
             let layer = if let Some(rest) = layered {
                 let name = rest.split("middleware::").nth(1).expect("a middleware layer");
                 name.split(|c: char| !c.is_alphanumeric() && c != '_').next().map(str::to_owned)
-            } else if line.starts_with(".with(CatchPanic") {
-                Some("CatchPanic".to_owned())
-            } else if line.starts_with(".catch_all_error(") {
-                Some("catch_all_error".to_owned())
             } else if line.starts_with(".data(") {
                 Some("data".to_owned())
             } else {

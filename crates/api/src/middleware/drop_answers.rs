@@ -7,11 +7,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::future::BoxFuture;
 use poem::http::Method;
-use poem::{Middleware, Request, Response};
+use poem::{Request, Response};
 
-use super::{Next, Stack as _, respond};
+use super::{Next, respond};
 use crate::idempotency::IDEMPOTENT_REPLAYED;
 use crate::server::DropAnswer;
 
@@ -42,37 +41,25 @@ impl AnswerDrops {
     }
 }
 
-/// The layer, for `EndpointExt::with_if`.
-pub struct DropAnswers(pub Arc<AnswerDrops>);
-
-impl Middleware<Next> for DropAnswers {
-    type Output = Next;
-
-    fn transform(&self, ep: Next) -> Self::Output {
-        ep.layer(drop_answers(&self.0))
-    }
+/// The layer, for `Next::with_if`: marks, as `drops` counts them, the answers of writes
+/// that stored something (a success, not a replay) for the connection to drop.
+pub fn drop_answers(drops: Arc<AnswerDrops>) -> impl FnOnce(Next) -> Next {
+    move |ep| ep.layer(move |ep, req| answer_or_drop(Arc::clone(&drops), ep, req))
 }
 
-/// The layer that marks, as `drops` counts them, the answers of writes that stored
-/// something (a success, not a replay) for the connection to drop.
-fn drop_answers(
-    drops: &Arc<AnswerDrops>,
-) -> impl Fn(Arc<Next>, Box<Request>) -> BoxFuture<'static, poem::Result<Response>> + Send + Sync + 'static
-{
-    let drops = Arc::clone(drops);
-    move |ep, req| {
-        let drops = Arc::clone(&drops);
-        Box::pin(async move {
-            let writes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-            let mut response = respond(ep.as_ref(), req).await;
-            let stored = response.status().is_success()
-                && !response.headers().contains_key(IDEMPOTENT_REPLAYED);
-            if writes && stored && drops.drops_next() {
-                response.extensions_mut().insert(DropAnswer);
-            }
-            Ok(response)
-        })
+async fn answer_or_drop(
+    drops: Arc<AnswerDrops>,
+    ep: Arc<Next>,
+    req: Box<Request>,
+) -> poem::Result<Response> {
+    let writes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let mut response = respond(ep.as_ref(), req).await;
+    let stored =
+        response.status().is_success() && !response.headers().contains_key(IDEMPOTENT_REPLAYED);
+    if writes && stored && drops.drops_next() {
+        response.extensions_mut().insert(DropAnswer);
     }
+    Ok(response)
 }
 
 #[cfg(test)]

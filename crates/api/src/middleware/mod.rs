@@ -5,7 +5,7 @@
 //! - [`idempotency_keys`]: takes the `Idempotency-Key` of an operation that declares it:
 //!   refuses a malformed header or a key whose request still runs, or lets the operation
 //!   run holding the key (it stores its outcome, or repeats the key's first response).
-//! - [`DropAnswers`]: with `memory://?drop-answer-every=N`, marks every Nth answer of a
+//! - [`drop_answers`]: with `memory://?drop-answer-every=N`, marks every Nth answer of a
 //!   write that stored something for the connection to drop unanswered.
 //! - [`representations`]: an operation's JSON answer compressed when the request asks for
 //!   it and it is worth it, and, for the reads that declare `If-None-Match`, the `ETag` of
@@ -13,11 +13,9 @@
 //! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
 //!   `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
 //!   a key twice, for the operation to refuse.
-//! - [`error_response`]: everything raised before or after a handler (routing, extraction)
-//!   becomes the Error body; an operation's own error responses pass.
 //! - [`allow_header`]: 404 and 405 from the route table, and the `Allow` header RFC 9110
 //!   requires on a 405.
-//! - [`panic_response`]: a panicking handler becomes a 500 Error body.
+//! - [`catch_panic`]: a panicking handler becomes a 500 Error body.
 //! - [`request_timeout`]: a request the layers inside do not answer in time gets 503.
 //! - [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
 //!   on every response (see `rate_limit`).
@@ -31,14 +29,19 @@
 //! - [`resolve_route`]: looks the request's route up in the route table, once, and puts it
 //!   on the request for every layer inside.
 //!
+//! Every layer calls the layers inside it through `respond`, which turns an error raised
+//! there (no route, a bad parameter, a missing body) into the Error body, so each layer
+//! sees a finished response; an operation's own error responses pass unchanged.
+//!
 //! The layers learn a request's route from a route table read off the OpenAPI document
 //! (`routes.rs`), not from a list of their own, so that the routes and the document cannot
 //! drift apart.
 //!
 //! A new layer is a file here with one
 //! `async fn(Arc<Next>, Box<Request>) -> poem::Result<Response>`, its line in the list above,
-//! and its line in `app`, with why it stands there. The request comes boxed so that a
-//! layer's future holds a pointer to it, not its 472 bytes (see `Layer`).
+//! and its line in `app`, with why it stands there. The request comes boxed, the same box
+//! from layer to layer, so that a layer's future holds a pointer to it, not its 472 bytes
+//! (see [`Next`]).
 
 mod allow;
 mod body_limit;
@@ -62,12 +65,12 @@ use poem::{IntoResponse, Request, Response};
 
 pub use allow::allow_header;
 pub use body_limit::{MAX_BODY_BYTES, body_limit};
-pub use drop_answers::{AnswerDrops, DropAnswers};
+pub use drop_answers::{AnswerDrops, drop_answers};
 pub use guard::guard;
 pub use idempotency_keys::idempotency_keys;
 pub use lifecycle::{API_STABILITY, lifecycle_headers};
 pub use measure::record_metrics;
-pub use panic::panic_response;
+pub use panic::catch_panic;
 pub use representation::{COMPRESS_FROM, representations};
 pub use resolve::resolve_route;
 pub use standard_headers::{Kind, cache_headers, standard_headers};
@@ -79,9 +82,8 @@ use crate::routes::Resolved;
 use crate::state::AppState;
 
 // What the layers read, the route table and the services, is request data that `app` adds
-// as the outermost layers (`EndpointExt::data`): each layer is then a plain function, and
-// `app` reads as the list of layers in their order. The operations read the services the
-// same way.
+// as the outermost layers (`Next::data`): each layer is then a plain function, and `app`
+// reads as the list of layers in their order. The operations read the services the same way.
 
 /// The route of a request, as `resolve_route` found it; `None` only if `app` did not add
 /// that layer, a bug.
@@ -100,10 +102,65 @@ fn state(req: &Request) -> Option<AppState> {
 /// it), so the type names doubled with each layer, up to 42 MB for one name in the debug
 /// information, and the future of each layer held those inside it by value (23 KB for the
 /// stack) and was moved into the next one out, once per request.
-pub type Next = BoxEndpoint<'static, Response>;
+///
+/// A request goes through it boxed: it is boxed once, where it enters the stack
+/// ([`Next::into_endpoint`]), and each layer hands the same box on. An async function's
+/// future holds its arguments twice, as given and as its locals, and every one of its
+/// states is as large as the largest: with the request by value (472 bytes), each layer's
+/// future took 1 to 5 KB, copied to the heap per layer per request; boxed again by each
+/// layer, the request was copied twice and allocated once per layer (docs/benchmarks.md).
+pub struct Next(Box<dyn Inner>);
 
-/// How `app` stacks the layers: each one around the stack so far, the result behind a
-/// pointer again.
+/// What a [`Next`] calls: a layer around the stack inside it, the data a request is given,
+/// or the router at the bottom.
+trait Inner: Send + Sync {
+    fn call(&self, req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>>;
+}
+
+impl Next {
+    /// `layer` around `self`.
+    #[must_use]
+    pub fn layer<F, Fut>(self, layer: F) -> Self
+    where
+        F: Fn(Arc<Self>, Box<Request>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = poem::Result<Response>> + Send + 'static,
+    {
+        Self(Box::new(Layer { inner: Arc::new(self), layer }))
+    }
+
+    /// `wrap` around `self` when `enabled`; nothing otherwise, not even a layer that passes
+    /// the request on.
+    #[must_use]
+    pub fn with_if(self, enabled: bool, wrap: impl FnOnce(Self) -> Self) -> Self {
+        if enabled { wrap(self) } else { self }
+    }
+
+    /// Puts `value` on every request (`Request::data`) before the layers inside see it. It
+    /// adds no future of its own: the insertion is made, and the call passed on, at once.
+    #[must_use]
+    pub fn data<T: Clone + Send + Sync + 'static>(self, value: T) -> Self {
+        Self(Box::new(Data { inner: self, value }))
+    }
+
+    /// The stack as poem's endpoint: the request is boxed here, once.
+    pub fn into_endpoint(self) -> BoxEndpoint<'static, Response> {
+        Box::new(self)
+    }
+
+    fn call(&self, req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>> {
+        self.0.call(req)
+    }
+}
+
+impl DynEndpoint for Next {
+    type Output = Response;
+
+    fn call(&self, req: Request) -> BoxFuture<'_, poem::Result<Response>> {
+        Next::call(self, Box::new(req))
+    }
+}
+
+/// How `app` starts the stack: the first layer around poem's router.
 pub trait Stack {
     /// `layer` around `self`.
     fn layer<F, Fut>(self, layer: F) -> Next
@@ -112,37 +169,53 @@ pub trait Stack {
         Fut: Future<Output = poem::Result<Response>> + Send + 'static;
 }
 
-impl Stack for Next {
+impl Stack for BoxEndpoint<'static, Response> {
     fn layer<F, Fut>(self, layer: F) -> Next
     where
         F: Fn(Arc<Next>, Box<Request>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = poem::Result<Response>> + Send + 'static,
     {
-        Box::new(Layer { inner: Arc::new(self), layer })
+        Next(Box::new(Router(self))).layer(layer)
     }
 }
 
-/// A layer function around the stack inside it. Its call boxes the request and the
-/// function's future and nothing else (poem's `around` then `boxed` would wrap it in two
-/// more futures, each holding the request until its first poll). An async function's future
-/// holds its arguments twice, as given and as its locals, and every one of its states is
-/// as large as the largest: with the request by value, each layer's future took 1 to 5 KB,
-/// copied to the heap per layer per request; with the request boxed, one allocation of the
-/// request per layer costs less than those copies (docs/benchmarks.md).
+/// Poem's router, at the bottom of the stack: the request leaves its box here.
+struct Router(BoxEndpoint<'static, Response>);
+
+impl Inner for Router {
+    fn call(&self, req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>> {
+        DynEndpoint::call(self.0.as_ref(), *req)
+    }
+}
+
+/// A layer function around the stack inside it. Its call boxes the function's future and
+/// nothing else (poem's `around` then `boxed` would wrap it in two more futures, each
+/// holding the request until its first poll).
 struct Layer<F> {
     inner: Arc<Next>,
     layer: F,
 }
 
-impl<F, Fut> DynEndpoint for Layer<F>
+impl<F, Fut> Inner for Layer<F>
 where
     F: Fn(Arc<Next>, Box<Request>) -> Fut + Send + Sync,
     Fut: Future<Output = poem::Result<Response>> + Send + 'static,
 {
-    type Output = Response;
+    fn call(&self, req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>> {
+        Box::pin((self.layer)(Arc::clone(&self.inner), req))
+    }
+}
 
-    fn call(&self, req: Request) -> BoxFuture<'_, poem::Result<Response>> {
-        Box::pin((self.layer)(Arc::clone(&self.inner), Box::new(req)))
+/// A value put on every request.
+struct Data<T> {
+    inner: Next,
+    value: T,
+}
+
+impl<T: Clone + Send + Sync + 'static> Inner for Data<T> {
+    fn call(&self, mut req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>> {
+        req.extensions_mut().insert(self.value.clone());
+        self.inner.call(req)
     }
 }
 
@@ -153,7 +226,7 @@ where
 /// inner layers' boxed future and nothing else, not the request until its first poll (see
 /// `Layer`).
 fn respond(ep: &Next, req: Box<Request>) -> impl Future<Output = Response> + Send + '_ {
-    let call = DynEndpoint::call(ep.as_ref(), *req);
+    let call = ep.call(req);
     async move {
         match call.await {
             Ok(output) => output.into_response(),

@@ -1,14 +1,17 @@
 //! A panicking handler becomes a 500 Error body.
 
-use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
-use poem::{IntoResponse, Response};
+use futures_util::FutureExt as _;
+use poem::{IntoResponse, Request, Response};
 
+use super::{Next, respond};
 use crate::error::ApiError;
 
-/// The response for a panicking handler. The panic itself is logged by the
-/// process's panic hook; the request's log line carries the request id.
-#[allow(clippy::needless_pass_by_value, reason = "the signature poem's PanicHandler wants")]
-pub fn panic_response(_panic: Box<dyn Any + Send>) -> Response {
-    ApiError::internal().into_response()
+/// Answers 500 `internal_error` when the layers inside panic. The panic itself is logged by
+/// the process's panic hook; the request's log line carries the request id.
+pub async fn catch_panic(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
+    let answered = AssertUnwindSafe(respond(ep.as_ref(), req)).catch_unwind().await;
+    Ok(answered.unwrap_or_else(|_panic| ApiError::internal().into_response()))
 }
