@@ -127,6 +127,38 @@ async fn pets_added_together_each_get_their_own_id() {
     db.close().await;
 }
 
+/// Reads keep a snapshot from one to the next (docs/architecture.md): a write is read at
+/// once all the same, by the reads that follow its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_after_a_write_sees_it() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let pets = db.pets();
+    for i in 0..50 {
+        assert_eq!(pets.list(None, None, 100).await.expect("list").len(), i);
+        let added = pets.create(pet(i)).await.expect("create");
+        assert_eq!(pets.get(added.id).await.expect("get"), Some(added));
+        assert_eq!(pets.list(None, None, 100).await.expect("list").len(), i + 1);
+    }
+    drop(pets);
+    db.close().await;
+}
+
+/// Two servers on one file: each reads at once what the other wrote, though its reads keep
+/// a snapshot from one to the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_servers_writes_are_read_at_once() {
+    let file = SqliteFile::new();
+    let (first, second) = (file.open().await, file.open().await);
+    for i in 0..20 {
+        assert_eq!(first.pets().list(None, None, 100).await.expect("list").len(), i);
+        let added = second.pets().create(pet(i)).await.expect("create");
+        assert_eq!(first.pets().get(added.id).await.expect("get"), Some(added));
+    }
+    first.close().await;
+    second.close().await;
+}
+
 /// Two servers on one file: the pets they add at once all get distinct ids, each stored
 /// once, and once both have stopped, the next id follows the largest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -171,9 +171,13 @@ impl Database {
         };
         let reachability = Reachability::new(readers.clone(), pet_readers.postgres().cloned());
         let (stop_writer, stop) = oneshot::channel();
-        let (writer, writer_thread) =
-            Writer::start(connector.clone(), Arc::clone(&reachability), stop)
-                .map_err(DatabaseError::Connect)?;
+        let (writer, writer_thread) = Writer::start(
+            connector.clone(),
+            Arc::clone(&reachability),
+            pet_readers.sqlite().cloned(),
+            stop,
+        )
+        .map_err(DatabaseError::Connect)?;
         let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
         let delivery_leases = Arc::default();
         Ok(Self {

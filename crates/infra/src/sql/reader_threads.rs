@@ -15,6 +15,18 @@
 //!
 //! The connections are read-only (`PRAGMA query_only`): every write still goes through the
 //! writer (see `writer.rs`). Under WAL they read beside it without waiting.
+//!
+//! A connection for the callers' threads keeps its read transaction, its snapshot, from one
+//! read to the next for as long as nothing was committed since: starting and ending a read
+//! transaction takes SQLite's locks on the WAL index (`fcntl` calls, under a mutex the
+//! threads contend for), which cost a served read about as much as the read itself. Before
+//! each read it compares the WAL index's header, which every commit by any connection of any
+//! process rewrites ([the WAL format](https://www.sqlite.org/walformat.html#the_wal_index_file_format)),
+//! with the header when its snapshot was taken, read from the `-shm` file with one `pread`:
+//! the same, the snapshot is the newest there is; otherwise it starts a new one. The writer
+//! also ends every kept snapshot after each of its transactions
+//! ([`ReaderThreads::release_snapshots`]), so that an idle connection's snapshot never holds
+//! back the checkpoints of the writes that came after it.
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -35,6 +47,14 @@ use super::connector::{SQLITE_READER_CACHE_KIB, close_sqlite};
 /// `VACUUM`) before its read fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The bytes of the WAL index's header at the start of the `-shm` file: its two copies, of
+/// 48 bytes each. A commit rewrites both (the count of frames, the change counter), the
+/// second copy first.
+const WAL_INDEX_HEADER: usize = 96;
+
+/// The WAL index's header as a read found it.
+type Header = [u8; WAL_INDEX_HEADER];
+
 type Job = Box<dyn FnOnce(&Connection) + Send>;
 
 enum Message {
@@ -53,7 +73,10 @@ impl<T, F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static> Read<T> for 
 pub(super) struct ReaderThreads {
     /// The connections a read takes on its caller's thread when one is free; `None` once
     /// closed.
-    inline: Box<[Mutex<Option<Connection>>]>,
+    inline: Box<[Mutex<Option<Inline>>]>,
+    /// The database's `-shm` file, whose header tells whether a kept snapshot is still the
+    /// newest; `None` when it could not be opened (the connections then keep none).
+    wal_index: Option<std::fs::File>,
     jobs: Sender<Message>,
     closed: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -67,12 +90,20 @@ impl ReaderThreads {
     ///
     /// The first connection that cannot be opened; the threads started are stopped.
     pub(super) fn start(path: &Path, count: usize) -> Result<Self, DbErr> {
-        let inline = (0..count)
-            .map(|_| open_connection(path, Duration::ZERO).map(|c| Mutex::new(Some(c))))
+        let inline: Box<[_]> = (0..count)
+            .map(|_| {
+                open_connection(path, Duration::ZERO).map(|c| Mutex::new(Some(Inline::new(c))))
+            })
             .collect::<Result<_, _>>()?;
+        let wal_index = open_wal_index(path, &inline);
         let (jobs, queue) = crossbeam_channel::unbounded();
-        let readers =
-            Self { inline, jobs, closed: AtomicBool::new(false), threads: Mutex::default() };
+        let readers = Self {
+            inline,
+            wal_index,
+            jobs,
+            closed: AtomicBool::new(false),
+            threads: Mutex::default(),
+        };
         for index in 0..count {
             let (opened, open) = std::sync::mpsc::channel();
             let (path, queue) = (path.to_owned(), queue.clone());
@@ -120,17 +151,53 @@ impl ReaderThreads {
         result.await.map_err(|_| internal("the read did not complete"))?
     }
 
-    /// Runs `read` on the first free connection for the callers' threads; `None` when none
-    /// is free, or when SQLite would have had to wait for a lock.
+    /// Runs `read` on the first free connection for the callers' threads, on its kept
+    /// snapshot; `None` when none is free, or when SQLite would have had to wait for a lock.
     fn run_here<T>(&self, read: &impl Read<T>) -> Option<Result<T, DbErr>> {
-        let slot = self.inline.iter().find_map(|slot| slot.try_lock().ok())?;
-        let connection = slot.as_ref()?;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| read(connection))) {
-            Ok(Err(err)) if is_busy(&err) => None,
-            Ok(result) => Some(result.map_err(internal)),
+        let mut slot = self.inline.iter().find_map(|slot| slot.try_lock().ok())?;
+        let inline = slot.as_mut()?;
+        if let Err(err) = inline.snapshot(self.wal_index_header()) {
+            // The reader threads take the reads this connection would have.
+            tracing::error!(error = %err, "a database reader could not start a snapshot");
+            *slot = None;
+            return None;
+        }
+        match std::panic::catch_unwind(AssertUnwindSafe(|| read(&inline.connection))) {
+            Ok(Ok(rows)) => Some(Ok(rows)),
+            Ok(Err(err)) => {
+                // A failed statement may leave the transaction in any state: start afresh.
+                if !inline.release() {
+                    *slot = None;
+                }
+                (!is_busy(&err)).then(|| Err(internal(err)))
+            }
             Err(_) => {
                 tracing::error!("a database read panicked");
+                if !inline.release() {
+                    *slot = None;
+                }
                 Some(Err(internal("the read did not complete")))
+            }
+        }
+    }
+
+    /// The WAL index's header now; `None` when it cannot be read.
+    fn wal_index_header(&self) -> Option<Header> {
+        use std::os::unix::fs::FileExt as _;
+        let mut header = [0; WAL_INDEX_HEADER];
+        self.wal_index.as_ref()?.read_exact_at(&mut header, 0).ok()?;
+        Some(header)
+    }
+
+    /// Ends the snapshot each connection for the callers' threads keeps, waiting for a read
+    /// that runs on one. The writer calls it after each of its transactions, so that no
+    /// snapshot older than a commit holds back the checkpoint that copies it to the file.
+    pub(super) fn release_snapshots(&self) {
+        for slot in &self.inline {
+            let mut slot = lock(slot);
+            if slot.as_mut().is_some_and(|inline| !inline.release()) {
+                // Still inside its transaction: it would read an old snapshot from now on.
+                *slot = None;
             }
         }
     }
@@ -171,8 +238,9 @@ impl ReaderThreads {
             return;
         }
         for slot in &self.inline {
-            if let Some(connection) = lock(slot).take() {
-                close_sqlite(connection, "a database reader");
+            if let Some(mut inline) = lock(slot).take() {
+                inline.release();
+                close_sqlite(inline.connection, "a database reader");
             }
         }
         let threads = std::mem::take(&mut *self.lock_threads());
@@ -186,6 +254,73 @@ impl ReaderThreads {
 
     fn lock_threads(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
         lock(&self.threads)
+    }
+}
+
+/// The `-shm` file of the database at `path`, once a read has made SQLite create it; `None`
+/// (and a line in the log) when it cannot be opened, say because the file is not in WAL
+/// mode: the connections then keep no snapshot, and each read is a transaction of its own.
+fn open_wal_index(path: &Path, inline: &[Mutex<Option<Inline>>]) -> Option<std::fs::File> {
+    let primed = inline.first().and_then(|slot| {
+        let slot = lock(slot);
+        let connection = &slot.as_ref()?.connection;
+        connection.query_row("PRAGMA schema_version", [], |_| Ok(())).ok()
+    });
+    let mut shm = path.as_os_str().to_owned();
+    shm.push("-shm");
+    match primed.map(|()| std::fs::File::open(&shm)) {
+        Some(Ok(file)) => Some(file),
+        Some(Err(err)) => {
+            tracing::warn!(error = %err, "the WAL index cannot be read: every read takes its own snapshot");
+            None
+        }
+        None => None,
+    }
+}
+
+/// A connection for the callers' threads, and the snapshot it keeps.
+struct Inline {
+    connection: Connection,
+    /// The WAL index's header when its read transaction started; `None` outside one.
+    taken_at: Option<Header>,
+}
+
+impl Inline {
+    fn new(connection: Connection) -> Self {
+        Self { connection, taken_at: None }
+    }
+
+    /// Keeps the snapshot if the WAL index's header is still `header`, the one it was taken
+    /// at, so that nothing was committed since; otherwise starts a new one, which SQLite takes
+    /// at the transaction's first read, at `header` or later. Without a header, the read
+    /// is a transaction of its own.
+    fn snapshot(&mut self, header: Option<Header>) -> rusqlite::Result<()> {
+        if header.is_some() && self.taken_at == header {
+            return Ok(());
+        }
+        if !self.release() {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                Some("a read transaction could not be ended".to_owned()),
+            ));
+        }
+        if header.is_some() {
+            self.connection.execute_batch("BEGIN DEFERRED")?;
+            self.taken_at = header;
+        }
+        Ok(())
+    }
+
+    /// Ends the read transaction, if one is open; whether the connection is outside one
+    /// now (if not, it must not be read from again).
+    fn release(&mut self) -> bool {
+        self.taken_at = None;
+        if !self.connection.is_autocommit()
+            && let Err(err) = self.connection.execute_batch("ROLLBACK")
+        {
+            tracing::error!(error = %err, "a database reader could not end its snapshot");
+        }
+        self.connection.is_autocommit()
     }
 }
 
@@ -306,6 +441,53 @@ mod tests {
             .await;
         assert!(ran.expect_err("no such table").to_string().contains("no_such_table"));
         assert_eq!(tries.load(Ordering::SeqCst), 1);
+    }
+
+    /// The number of rows in `t`, read on the callers' connections.
+    async fn rows(readers: &ReaderThreads) -> i64 {
+        readers.run(|c| c.query_row("SELECT count(*) FROM t", [], |row| row.get(0))).await.unwrap()
+    }
+
+    /// A table `t` and a connection that writes to it, beside the readers.
+    fn table(dir: &tempfile::TempDir) -> Connection {
+        let writer = Connection::open(dir.path().join("store.db")).expect("open");
+        // A checkpoint that a reader holds back answers so at once.
+        writer.busy_timeout(Duration::ZERO).expect("busy timeout");
+        writer.execute_batch("CREATE TABLE t (x INTEGER)").expect("create");
+        writer
+    }
+
+    /// A commit by any connection, another process's included, is read by the next read:
+    /// the snapshot kept before it is not.
+    #[tokio::test]
+    async fn a_commit_by_any_connection_is_read_at_once() {
+        let (dir, readers) = readers();
+        let writer = table(&dir);
+        for committed in 0..20 {
+            assert_eq!(rows(&readers).await, committed);
+            writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
+        }
+    }
+
+    /// Between reads, with nothing committed, a connection stays in its read transaction;
+    /// the writer's release ends it, and with it what it held back of the checkpoint.
+    #[tokio::test]
+    async fn a_snapshot_is_kept_between_reads_until_released() {
+        let (dir, readers) = readers();
+        let writer = table(&dir);
+        assert_eq!(rows(&readers).await, 0);
+        let kept = readers.run(|c| Ok(!c.is_autocommit())).await.expect("read");
+        assert!(kept, "the read ran in the kept transaction");
+        writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
+        let checkpoint = |writer: &Connection| -> i64 {
+            writer
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+                .expect("checkpoint")
+        };
+        assert_eq!(checkpoint(&writer), 1, "the kept snapshot holds the checkpoint back");
+        readers.release_snapshots();
+        assert_eq!(checkpoint(&writer), 0, "released, nothing holds it back");
+        assert_eq!(rows(&readers).await, 1);
     }
 
     #[tokio::test]

@@ -7,6 +7,10 @@
 //! Because the writer runs on its own, a client that hangs up cannot interrupt a transaction
 //! halfway.
 //!
+//! On SQLite, after each transaction, committed or not, the writer ends the read snapshots
+//! the readers keep (`ReaderThreads::release_snapshots`), so that none holds back the
+//! checkpoint of what it wrote.
+//!
 //! The writer knows transactions, not what they write: it runs any [`Work`], a batch at a
 //! time. What the stores write, and how the jobs of one batch share statements, is
 //! [`job`](super::job)'s business.
@@ -51,6 +55,7 @@ use super::connector::close_sqlite;
 use super::failure::WriteFailure;
 use super::outage::Outage;
 use super::reachability::Reachability;
+use super::reader_threads::ReaderThreads;
 use super::{Backend, Connector};
 
 /// The most pieces of work committed in one transaction.
@@ -141,6 +146,7 @@ impl<W: Work> Writer<W> {
     pub(super) fn start(
         connector: Connector,
         reachability: Arc<Reachability>,
+        snapshots: Option<Arc<ReaderThreads>>,
         stop: oneshot::Receiver<()>,
     ) -> Result<(Self, WriterThread), DbErr> {
         let (queue, work) = mpsc::channel(QUEUE_DEPTH);
@@ -150,6 +156,7 @@ impl<W: Work> Writer<W> {
             sqlite: None,
             outage: Outage::new("writes"),
             reachability: Arc::clone(&reachability),
+            snapshots,
         };
         let cannot = |err: std::io::Error| DbErr::Custom(format!("cannot start the writer: {err}"));
         let runtime =
@@ -233,6 +240,9 @@ struct Connection {
     /// Logs a run of failed transactions once, when it starts and when it ends.
     outage: Outage,
     reachability: Arc<Reachability>,
+    /// On SQLite, the readers whose kept snapshots each transaction ends before its writes
+    /// are answered, so that a read that starts after a write's answer sees it.
+    snapshots: Option<Arc<ReaderThreads>>,
 }
 
 impl Connection {
@@ -269,6 +279,9 @@ impl Connection {
             Route::Sqlite => self.sqlite_transaction(batch),
             Route::Orm => self.transaction(batch).await.map_err(WriteFailure::from),
         };
+        if let Some(snapshots) = &self.snapshots {
+            snapshots.release_snapshots();
+        }
         match done {
             Ok(()) => {
                 self.outage.passed();
