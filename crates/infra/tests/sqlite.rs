@@ -83,6 +83,43 @@ async fn the_write_ahead_log_stays_bounded_under_sustained_inserts() {
     assert_eq!(after_close, 0, "closing checkpoints and empties the WAL");
 }
 
+/// The same with a read between every two writes, as a server under a mix sees them: the
+/// reads keep their snapshot from one to the next, and none may hold back the checkpoints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_ahead_log_stays_bounded_with_reads_between_the_writes() {
+    const BOUND: u64 = 16 * 1024 * 1024;
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let pets = db.pets();
+    let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (pets, reading) = (db.pets(), std::sync::Arc::clone(&reading));
+            tokio::spawn(async move {
+                while reading.load(std::sync::atomic::Ordering::Relaxed) {
+                    pets.list(None, None, 20).await.expect("list");
+                }
+            })
+        })
+        .collect();
+    let mut largest = 0;
+    for i in 0..5_000 {
+        pets.create(pet(i)).await.expect("create");
+        pets.list(None, None, 20).await.expect("list");
+        if i % 250 == 0 {
+            largest = largest.max(std::fs::metadata(file.wal_path()).map_or(0, |m| m.len()));
+        }
+    }
+    reading.store(false, std::sync::atomic::Ordering::Relaxed);
+    for reader in readers {
+        reader.await.expect("a reader");
+    }
+    largest = largest.max(std::fs::metadata(file.wal_path()).map_or(0, |m| m.len()));
+    assert!(largest <= BOUND, "the WAL grew to {largest} bytes");
+    drop(pets);
+    db.close().await;
+}
+
 /// The bundled SQLite is built as `.cargo/config.toml` says: with the query planner
 /// stability guarantee (without it every page query is parsed and planned again), and
 /// without the process-wide mutexes of memory management and memory statistics.

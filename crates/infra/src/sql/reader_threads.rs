@@ -23,17 +23,22 @@
 //! each read it compares the WAL index's header, which every commit by any connection of any
 //! process rewrites ([the WAL format](https://www.sqlite.org/walformat.html#the_wal_index_file_format)),
 //! with the header when its snapshot was taken, read from the `-shm` file with one `pread`:
-//! the same, the snapshot is the newest there is; otherwise it starts a new one. The writer
-//! also ends every kept snapshot after each of its transactions
-//! ([`ReaderThreads::release_snapshots`]), so that an idle connection's snapshot never holds
-//! back the checkpoints of the writes that came after it.
+//! the same, the snapshot is the newest there is; otherwise it starts a new one.
+//!
+//! While the writer runs a transaction, from before its `BEGIN` to after its `COMMIT` and the
+//! checkpoint SQLite runs in it, no snapshot is kept ([`ReaderThreads::writes_start`]): a
+//! snapshot older than the frames a checkpoint would copy holds that checkpoint back, and
+//! one held across every commit would keep the WAL from ever starting over, so that it grew
+//! without end under a mix of reads and writes. Reads during a write are transactions of
+//! their own, as without snapshots. A snapshot is also kept [`SNAPSHOT_AGE`] at most, for
+//! another process's checkpoints (an operator's `keys create`).
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use sea_orm::{DbErr, RuntimeErr};
@@ -46,6 +51,10 @@ use super::connector::{SQLITE_READER_CACHE_KIB, close_sqlite};
 /// How long a reader thread waits for SQLite's locks (a WAL recovery, an operator's
 /// `VACUUM`) before its read fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest a snapshot is kept: a connection that reads again later starts a new one, so
+/// that it holds back another process's checkpoints for no longer.
+const SNAPSHOT_AGE: Duration = Duration::from_millis(100);
 
 /// The bytes of the WAL index's header at the start of the `-shm` file: its two copies, of
 /// 48 bytes each. A commit rewrites both (the count of frames, the change counter), the
@@ -77,6 +86,8 @@ pub(super) struct ReaderThreads {
     /// The database's `-shm` file, whose header tells whether a kept snapshot is still the
     /// newest; `None` when it could not be opened (the connections then keep none).
     wal_index: Option<std::fs::File>,
+    /// The writer runs a transaction: the connections keep no snapshot meanwhile.
+    writing: AtomicBool,
     jobs: Sender<Message>,
     closed: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -100,6 +111,7 @@ impl ReaderThreads {
         let readers = Self {
             inline,
             wal_index,
+            writing: AtomicBool::new(false),
             jobs,
             closed: AtomicBool::new(false),
             threads: Mutex::default(),
@@ -154,31 +166,32 @@ impl ReaderThreads {
     /// Runs `read` on the first free connection for the callers' threads, on its kept
     /// snapshot; `None` when none is free, or when SQLite would have had to wait for a lock.
     fn run_here<T>(&self, read: &impl Read<T>) -> Option<Result<T, DbErr>> {
-        let mut slot = self.inline.iter().find_map(|slot| slot.try_lock().ok())?;
+        let mut slot = self
+            .inline
+            .iter()
+            .find_map(|slot| slot.try_lock().ok().filter(|slot| slot.is_some()))?;
         let inline = slot.as_mut()?;
-        if let Err(err) = inline.snapshot(self.wal_index_header()) {
+        let header =
+            if self.writing.load(Ordering::SeqCst) { None } else { self.wal_index_header() };
+        if let Err(err) = inline.snapshot(header) {
             // The reader threads take the reads this connection would have.
             tracing::error!(error = %err, "a database reader could not start a snapshot");
-            *slot = None;
+            retire(&mut slot);
             return None;
         }
-        match std::panic::catch_unwind(AssertUnwindSafe(|| read(&inline.connection))) {
-            Ok(Ok(rows)) => Some(Ok(rows)),
-            Ok(Err(err)) => {
-                // A failed statement may leave the transaction in any state: start afresh.
-                if !inline.release() {
-                    *slot = None;
-                }
-                (!is_busy(&err)).then(|| Err(internal(err)))
-            }
+        let answer = match std::panic::catch_unwind(AssertUnwindSafe(|| read(&inline.connection))) {
+            Ok(Ok(rows)) => return Some(Ok(rows)),
+            Ok(Err(err)) => (!is_busy(&err)).then(|| Err(internal(err))),
             Err(_) => {
                 tracing::error!("a database read panicked");
-                if !inline.release() {
-                    *slot = None;
-                }
                 Some(Err(internal("the read did not complete")))
             }
+        };
+        // A failed statement may leave the transaction in any state: start afresh.
+        if !inline.release() {
+            retire(&mut slot);
         }
+        answer
     }
 
     /// The WAL index's header now; `None` when it cannot be read.
@@ -189,17 +202,22 @@ impl ReaderThreads {
         Some(header)
     }
 
-    /// Ends the snapshot each connection for the callers' threads keeps, waiting for a read
-    /// that runs on one. The writer calls it after each of its transactions, so that no
-    /// snapshot older than a commit holds back the checkpoint that copies it to the file.
-    pub(super) fn release_snapshots(&self) {
+    /// The writer is about to start a transaction: ends every kept snapshot (waiting for a
+    /// read that runs on one), and keeps none until [`ReaderThreads::writes_end`].
+    pub(super) fn writes_start(&self) {
+        self.writing.store(true, Ordering::SeqCst);
         for slot in &self.inline {
             let mut slot = lock(slot);
             if slot.as_mut().is_some_and(|inline| !inline.release()) {
                 // Still inside its transaction: it would read an old snapshot from now on.
-                *slot = None;
+                retire(&mut slot);
             }
         }
+    }
+
+    /// The writer's transaction has ended, committed or not: snapshots are kept again.
+    pub(super) fn writes_end(&self) {
+        self.writing.store(false, Ordering::SeqCst);
     }
 
     /// Runs `statement`, built for SQLite by SeaORM, each row read by `row`. Each
@@ -257,32 +275,44 @@ impl ReaderThreads {
     }
 }
 
+/// Closes the connection in `slot`, one that cannot be trusted to read the newest snapshot
+/// any more; the reads it would have taken go to the other connections and the threads.
+fn retire(slot: &mut Option<Inline>) {
+    if let Some(mut inline) = slot.take() {
+        inline.release();
+        close_sqlite(inline.connection, "a database reader");
+    }
+}
+
 /// The `-shm` file of the database at `path`, once a read has made SQLite create it; `None`
 /// (and a line in the log) when it cannot be opened, say because the file is not in WAL
 /// mode: the connections then keep no snapshot, and each read is a transaction of its own.
 fn open_wal_index(path: &Path, inline: &[Mutex<Option<Inline>>]) -> Option<std::fs::File> {
-    let primed = inline.first().and_then(|slot| {
+    let cannot = |err: &dyn std::fmt::Display| {
+        tracing::warn!(error = %err, "the WAL index cannot be read: every read takes its own snapshot");
+    };
+    // The connection keeps the `-shm` file open, and SQLite keeps it beside the database file
+    // that links resolve to.
+    let primed = inline.first().map(|slot| {
         let slot = lock(slot);
-        let connection = &slot.as_ref()?.connection;
-        connection.query_row("PRAGMA schema_version", [], |_| Ok(())).ok()
+        let connection = slot.as_ref().map(|inline| &inline.connection);
+        connection.map(|c| c.query_row("PRAGMA schema_version", [], |_| Ok(())))
     });
-    let mut shm = path.as_os_str().to_owned();
-    shm.push("-shm");
-    match primed.map(|()| std::fs::File::open(&shm)) {
-        Some(Ok(file)) => Some(file),
-        Some(Err(err)) => {
-            tracing::warn!(error = %err, "the WAL index cannot be read: every read takes its own snapshot");
-            None
-        }
-        None => None,
+    if let Some(Some(Err(err))) = &primed {
+        cannot(err);
+        return None;
     }
+    let mut shm = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()).into_os_string();
+    shm.push("-shm");
+    std::fs::File::open(&shm).map_err(|err| cannot(&err)).ok()
 }
 
 /// A connection for the callers' threads, and the snapshot it keeps.
 struct Inline {
     connection: Connection,
-    /// The WAL index's header when its read transaction started; `None` outside one.
-    taken_at: Option<Header>,
+    /// The WAL index's header when its read transaction started, and when that was;
+    /// `None` outside one.
+    taken_at: Option<(Header, Instant)>,
 }
 
 impl Inline {
@@ -295,7 +325,10 @@ impl Inline {
     /// at the transaction's first read, at `header` or later. Without a header, the read
     /// is a transaction of its own.
     fn snapshot(&mut self, header: Option<Header>) -> rusqlite::Result<()> {
-        if header.is_some() && self.taken_at == header {
+        if let (Some(now), Some((then, since))) = (header, self.taken_at)
+            && now == then
+            && since.elapsed() < SNAPSHOT_AGE
+        {
             return Ok(());
         }
         if !self.release() {
@@ -304,9 +337,9 @@ impl Inline {
                 Some("a read transaction could not be ended".to_owned()),
             ));
         }
-        if header.is_some() {
+        if let Some(header) = header {
             self.connection.execute_batch("BEGIN DEFERRED")?;
-            self.taken_at = header;
+            self.taken_at = Some((header, Instant::now()));
         }
         Ok(())
     }
@@ -463,6 +496,7 @@ mod tests {
     async fn a_commit_by_any_connection_is_read_at_once() {
         let (dir, readers) = readers();
         let writer = table(&dir);
+        assert!(readers.wal_index.is_some(), "the connections keep snapshots");
         for committed in 0..20 {
             assert_eq!(rows(&readers).await, committed);
             writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
@@ -470,7 +504,7 @@ mod tests {
     }
 
     /// Between reads, with nothing committed, a connection stays in its read transaction;
-    /// the writer's release ends it, and with it what it held back of the checkpoint.
+    /// the writer ends it before it writes, and with it what it held back of the checkpoint.
     #[tokio::test]
     async fn a_snapshot_is_kept_between_reads_until_released() {
         let (dir, readers) = readers();
@@ -478,6 +512,11 @@ mod tests {
         assert_eq!(rows(&readers).await, 0);
         let kept = readers.run(|c| Ok(!c.is_autocommit())).await.expect("read");
         assert!(kept, "the read ran in the kept transaction");
+        readers.writes_start();
+        let kept = readers.run(|c| Ok(!c.is_autocommit())).await.expect("read");
+        assert!(!kept, "while the writer writes, a read is a transaction of its own");
+        readers.writes_end();
+        assert_eq!(rows(&readers).await, 0);
         writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
         let checkpoint = |writer: &Connection| -> i64 {
             writer
@@ -485,7 +524,8 @@ mod tests {
                 .expect("checkpoint")
         };
         assert_eq!(checkpoint(&writer), 1, "the kept snapshot holds the checkpoint back");
-        readers.release_snapshots();
+        readers.writes_start();
+        readers.writes_end();
         assert_eq!(checkpoint(&writer), 0, "released, nothing holds it back");
         assert_eq!(rows(&readers).await, 1);
     }

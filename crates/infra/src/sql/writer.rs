@@ -7,9 +7,9 @@
 //! Because the writer runs on its own, a client that hangs up cannot interrupt a transaction
 //! halfway.
 //!
-//! On SQLite, after each transaction, committed or not, the writer ends the read snapshots
-//! the readers keep (`ReaderThreads::release_snapshots`), so that none holds back the
-//! checkpoint of what it wrote.
+//! On SQLite, the readers keep no snapshot while a transaction of the writer's runs, from
+//! before its `BEGIN` to after its `COMMIT` (`ReaderThreads::writes_start`), so that none
+//! holds back the checkpoint SQLite runs in the `COMMIT`.
 //!
 //! The writer knows transactions, not what they write: it runs any [`Work`], a batch at a
 //! time. What the stores write, and how the jobs of one batch share statements, is
@@ -240,8 +240,7 @@ struct Connection {
     /// Logs a run of failed transactions once, when it starts and when it ends.
     outage: Outage,
     reachability: Arc<Reachability>,
-    /// On SQLite, the readers whose kept snapshots each transaction ends before its writes
-    /// are answered, so that a read that starts after a write's answer sees it.
+    /// On SQLite, the readers, which keep no snapshot while a transaction runs.
     snapshots: Option<Arc<ReaderThreads>>,
 }
 
@@ -275,12 +274,15 @@ impl Connection {
         }
         #[allow(clippy::cast_precision_loss, reason = "a batch holds at most 64")]
         metrics::histogram!(super::BATCH_SIZE_METRIC).record(batch.len() as f64);
+        if let Some(snapshots) = &self.snapshots {
+            snapshots.writes_start();
+        }
         let done = match route {
             Route::Sqlite => self.sqlite_transaction(batch),
             Route::Orm => self.transaction(batch).await.map_err(WriteFailure::from),
         };
         if let Some(snapshots) = &self.snapshots {
-            snapshots.release_snapshots();
+            snapshots.writes_end();
         }
         match done {
             Ok(()) => {
