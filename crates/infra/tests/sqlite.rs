@@ -120,6 +120,39 @@ async fn the_write_ahead_log_stays_bounded_with_reads_between_the_writes() {
     db.close().await;
 }
 
+/// The same with the reads on another server on the file, whose snapshots the writer cannot
+/// end: they are not kept once the WAL is as long as a checkpoint, so it still starts over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_ahead_log_stays_bounded_with_another_server_reading() {
+    const BOUND: u64 = 16 * 1024 * 1024;
+    let file = SqliteFile::new();
+    let (writing, reading) = (file.open().await, file.open().await);
+    let pets = writing.pets();
+    let busy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let reader = {
+        let (pets, busy) = (reading.pets(), std::sync::Arc::clone(&busy));
+        tokio::spawn(async move {
+            while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                pets.list(None, None, 20).await.expect("list");
+            }
+        })
+    };
+    let mut largest = 0;
+    for i in 0..5_000 {
+        pets.create(pet(i)).await.expect("create");
+        if i % 100 == 0 {
+            largest = largest.max(std::fs::metadata(file.wal_path()).map_or(0, |m| m.len()));
+        }
+    }
+    busy.store(false, std::sync::atomic::Ordering::Relaxed);
+    reader.await.expect("the reader");
+    largest = largest.max(std::fs::metadata(file.wal_path()).map_or(0, |m| m.len()));
+    assert!(largest <= BOUND, "the WAL grew to {largest} bytes");
+    drop(pets);
+    reading.close().await;
+    writing.close().await;
+}
+
 /// The bundled SQLite is built as `.cargo/config.toml` says: with the query planner
 /// stability guarantee (without it every page query is parsed and planned again), and
 /// without the process-wide mutexes of memory management and memory statistics.

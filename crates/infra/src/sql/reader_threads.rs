@@ -30,17 +30,20 @@
 //! snapshot older than the frames a checkpoint would copy holds that checkpoint back, and
 //! one held across every commit would keep the WAL from ever starting over, so that it grew
 //! without end under a mix of reads and writes. Reads during a write are transactions of
-//! their own, as without snapshots. A snapshot is also kept [`SNAPSHOT_AGE`] at most, for
-//! another process's checkpoints (an operator's `keys create`).
+//! their own, as without snapshots. For the checkpoints of another process's writes (an
+//! operator's `keys create`, a second server on the file), none is kept once the WAL holds
+//! [`KEEP_BELOW_FRAMES`] frames, SQLite's checkpoint size, and none longer than
+//! [`SNAPSHOT_AGE`]: the first reader thread ends those that grew older while their
+//! connection sat idle.
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use sea_orm::{DbErr, RuntimeErr};
 use sea_query_rusqlite::RusqliteValue;
 use sea_query_rusqlite::rusqlite::{self, Connection, OpenFlags, ToSql};
@@ -52,9 +55,15 @@ use super::connector::{SQLITE_READER_CACHE_KIB, close_sqlite};
 /// `VACUUM`) before its read fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The longest a snapshot is kept: a connection that reads again later starts a new one, so
-/// that it holds back another process's checkpoints for no longer.
+/// The longest a snapshot is kept, so that it holds back another process's checkpoints for
+/// no longer: a read on an older one starts a new one, and the first reader thread ends one
+/// that grew older while its connection sat idle.
 const SNAPSHOT_AGE: Duration = Duration::from_millis(100);
+
+/// From this many frames in the WAL no snapshot is kept, so that each read is a transaction
+/// of its own again, as the checkpoint that starts the WAL over needs: SQLite's automatic
+/// checkpoint size (`wal_autocheckpoint`, left at its default of 1,000 pages).
+const KEEP_BELOW_FRAMES: u32 = 1_000;
 
 /// The bytes of the WAL index's header at the start of the `-shm` file: its two copies, of
 /// 48 bytes each. A commit rewrites both (the count of frames, the change counter), the
@@ -82,12 +91,14 @@ impl<T, F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static> Read<T> for 
 pub(super) struct ReaderThreads {
     /// The connections a read takes on its caller's thread when one is free; `None` once
     /// closed.
-    inline: Box<[Mutex<Option<Inline>>]>,
+    inline: Arc<[Mutex<Option<Inline>>]>,
     /// The database's `-shm` file, whose header tells whether a kept snapshot is still the
     /// newest; `None` when it could not be opened (the connections then keep none).
     wal_index: Option<std::fs::File>,
     /// The writer runs a transaction: the connections keep no snapshot meanwhile.
     writing: AtomicBool,
+    /// How long a snapshot is kept at most: [`SNAPSHOT_AGE`].
+    snapshot_age: Duration,
     jobs: Sender<Message>,
     closed: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -101,7 +112,12 @@ impl ReaderThreads {
     ///
     /// The first connection that cannot be opened; the threads started are stopped.
     pub(super) fn start(path: &Path, count: usize) -> Result<Self, DbErr> {
-        let inline: Box<[_]> = (0..count)
+        Self::start_with(path, count, SNAPSHOT_AGE)
+    }
+
+    /// [`ReaderThreads::start`], with snapshots kept `snapshot_age` at most.
+    fn start_with(path: &Path, count: usize, snapshot_age: Duration) -> Result<Self, DbErr> {
+        let inline: Arc<[_]> = (0..count)
             .map(|_| {
                 open_connection(path, Duration::ZERO).map(|c| Mutex::new(Some(Inline::new(c))))
             })
@@ -112,6 +128,7 @@ impl ReaderThreads {
             inline,
             wal_index,
             writing: AtomicBool::new(false),
+            snapshot_age,
             jobs,
             closed: AtomicBool::new(false),
             threads: Mutex::default(),
@@ -119,12 +136,14 @@ impl ReaderThreads {
         for index in 0..count {
             let (opened, open) = std::sync::mpsc::channel();
             let (path, queue) = (path.to_owned(), queue.clone());
+            // The first thread also ends the snapshots kept too long by idle connections.
+            let sweep = (index == 0).then(|| (Arc::clone(&readers.inline), snapshot_age));
             let thread = std::thread::Builder::new()
                 .name(format!("sqlite-reader-{index}"))
                 .spawn(move || match open_connection(&path, BUSY_TIMEOUT) {
                     Ok(connection) => {
                         let _ = opened.send(Ok(()));
-                        serve(&connection, &queue);
+                        serve(&connection, &queue, sweep.as_ref().map(|(s, age)| (&**s, *age)));
                         close_sqlite(connection, "a database reader");
                     }
                     Err(err) => {
@@ -173,7 +192,7 @@ impl ReaderThreads {
         let inline = slot.as_mut()?;
         let header =
             if self.writing.load(Ordering::SeqCst) { None } else { self.wal_index_header() };
-        if let Err(err) = inline.snapshot(header) {
+        if let Err(err) = inline.snapshot(header, self.snapshot_age) {
             // The reader threads take the reads this connection would have.
             tracing::error!(error = %err, "a database reader could not start a snapshot");
             retire(&mut slot);
@@ -206,7 +225,7 @@ impl ReaderThreads {
     /// read that runs on one), and keeps none until [`ReaderThreads::writes_end`].
     pub(super) fn writes_start(&self) {
         self.writing.store(true, Ordering::SeqCst);
-        for slot in &self.inline {
+        for slot in self.inline.iter() {
             let mut slot = lock(slot);
             if slot.as_mut().is_some_and(|inline| !inline.release()) {
                 // Still inside its transaction: it would read an old snapshot from now on.
@@ -255,7 +274,7 @@ impl ReaderThreads {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        for slot in &self.inline {
+        for slot in self.inline.iter() {
             if let Some(mut inline) = lock(slot).take() {
                 inline.release();
                 close_sqlite(inline.connection, "a database reader");
@@ -273,6 +292,12 @@ impl ReaderThreads {
     fn lock_threads(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
         lock(&self.threads)
     }
+}
+
+/// The frames in the WAL, as the WAL index's header counts them (`mxFrame`, the fifth
+/// 32-bit field, in the host's byte order).
+fn frames(header: &Header) -> u32 {
+    u32::from_ne_bytes([header[16], header[17], header[18], header[19]])
 }
 
 /// Closes the connection in `slot`, one that cannot be trusted to read the newest snapshot
@@ -324,10 +349,12 @@ impl Inline {
     /// at, so that nothing was committed since; otherwise starts a new one, which SQLite takes
     /// at the transaction's first read, at `header` or later. Without a header, the read
     /// is a transaction of its own.
-    fn snapshot(&mut self, header: Option<Header>) -> rusqlite::Result<()> {
+    fn snapshot(&mut self, header: Option<Header>, age: Duration) -> rusqlite::Result<()> {
+        // Past the checkpoint size, a read is a transaction of its own, as without a header.
+        let header = header.filter(|header| frames(header) < KEEP_BELOW_FRAMES);
         if let (Some(now), Some((then, since))) = (header, self.taken_at)
             && now == then
-            && since.elapsed() < SNAPSHOT_AGE
+            && since.elapsed() < age
         {
             return Ok(());
         }
@@ -342,6 +369,11 @@ impl Inline {
             self.taken_at = Some((header, Instant::now()));
         }
         Ok(())
+    }
+
+    /// Whether it keeps a snapshot taken longer than `age` ago.
+    fn is_older_than(&self, age: Duration) -> bool {
+        self.taken_at.is_some_and(|(_, since)| since.elapsed() >= age)
     }
 
     /// Ends the read transaction, if one is open; whether the connection is outside one
@@ -393,10 +425,39 @@ fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, Db
 
 /// A thread's loop: jobs until told to stop or the queue is gone. A job that panics is
 /// logged and dropped (its caller sees a failed read); the thread goes on.
-fn serve(connection: &Connection, queue: &Receiver<Message>) {
-    while let Ok(Message::Run(job)) = queue.recv() {
-        if std::panic::catch_unwind(AssertUnwindSafe(|| job(connection))).is_err() {
-            tracing::error!("a database read panicked");
+///
+/// With `sweep`, the connections for the callers' threads and the longest a snapshot is kept,
+/// it also ends, that often, the snapshots kept longer on those that are not reading.
+fn serve(
+    connection: &Connection,
+    queue: &Receiver<Message>,
+    sweep: Option<(&[Mutex<Option<Inline>>], Duration)>,
+) {
+    let mut swept = Instant::now();
+    loop {
+        let wait = sweep.map_or(Duration::MAX, |(_, age)| age);
+        match queue.recv_timeout(wait) {
+            Ok(Message::Run(job)) => {
+                if std::panic::catch_unwind(AssertUnwindSafe(|| job(connection))).is_err() {
+                    tracing::error!("a database read panicked");
+                }
+            }
+            Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Some((slots, age)) = sweep
+            && swept.elapsed() >= age
+        {
+            swept = Instant::now();
+            for slot in slots {
+                if let Ok(mut slot) = slot.try_lock()
+                    && slot
+                        .as_mut()
+                        .is_some_and(|inline| inline.is_older_than(age) && !inline.release())
+                {
+                    retire(&mut slot);
+                }
+            }
         }
     }
 }
@@ -422,14 +483,27 @@ mod tests {
     }
 
     fn readers() -> (tempfile::TempDir, ReaderThreads) {
+        readers_keeping(SNAPSHOT_AGE)
+    }
+
+    /// Readers whose snapshots are kept `age` at most: an hour for a test that must not see
+    /// one end by age on a slow machine.
+    fn readers_keeping(age: Duration) -> (tempfile::TempDir, ReaderThreads) {
         let dir = tempfile::tempdir().expect("a directory");
         let path = dir.path().join("store.db");
         Connection::open(&path)
             .expect("create")
             .execute_batch("PRAGMA journal_mode = WAL")
             .unwrap();
-        let readers = ReaderThreads::start(&path, 2).expect("start");
+        let readers = ReaderThreads::start_with(&path, 2, age).expect("start");
         (dir, readers)
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)` on `writer`: 1 when a reader held it back.
+    fn checkpoint(writer: &Connection) -> i64 {
+        writer.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0)).expect("checkpoint")
     }
 
     #[tokio::test]
@@ -494,7 +568,7 @@ mod tests {
     /// the snapshot kept before it is not.
     #[tokio::test]
     async fn a_commit_by_any_connection_is_read_at_once() {
-        let (dir, readers) = readers();
+        let (dir, readers) = readers_keeping(HOUR);
         let writer = table(&dir);
         assert!(readers.wal_index.is_some(), "the connections keep snapshots");
         for committed in 0..20 {
@@ -507,7 +581,7 @@ mod tests {
     /// the writer ends it before it writes, and with it what it held back of the checkpoint.
     #[tokio::test]
     async fn a_snapshot_is_kept_between_reads_until_released() {
-        let (dir, readers) = readers();
+        let (dir, readers) = readers_keeping(HOUR);
         let writer = table(&dir);
         assert_eq!(rows(&readers).await, 0);
         let kept = readers.run(|c| Ok(!c.is_autocommit())).await.expect("read");
@@ -518,16 +592,47 @@ mod tests {
         readers.writes_end();
         assert_eq!(rows(&readers).await, 0);
         writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
-        let checkpoint = |writer: &Connection| -> i64 {
-            writer
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-                .expect("checkpoint")
-        };
         assert_eq!(checkpoint(&writer), 1, "the kept snapshot holds the checkpoint back");
         readers.writes_start();
         readers.writes_end();
         assert_eq!(checkpoint(&writer), 0, "released, nothing holds it back");
         assert_eq!(rows(&readers).await, 1);
+    }
+
+    /// A connection that sits idle does not keep its snapshot past its age: the first
+    /// reader thread ends it, and with it what it held back of another process's checkpoint.
+    #[tokio::test]
+    async fn an_idle_connections_snapshot_ends_with_its_age() {
+        let age = Duration::from_millis(50);
+        let (dir, readers) = readers_keeping(age);
+        let writer = table(&dir);
+        assert_eq!(rows(&readers).await, 0);
+        writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
+        let mut held_back = checkpoint(&writer);
+        for _ in 0..100 {
+            if held_back == 0 {
+                break;
+            }
+            std::thread::sleep(age);
+            held_back = checkpoint(&writer);
+        }
+        assert_eq!(held_back, 0, "the idle snapshot was ended");
+    }
+
+    /// Once the WAL holds SQLite's checkpoint size in frames, no snapshot is kept: each read
+    /// is a transaction of its own, as the checkpoint that starts the WAL over needs.
+    #[tokio::test]
+    async fn no_snapshot_is_kept_once_the_wal_is_as_long_as_a_checkpoint() {
+        let (dir, readers) = readers_keeping(HOUR);
+        let writer = table(&dir);
+        writer.execute_batch("PRAGMA wal_autocheckpoint = 0; PRAGMA synchronous = OFF").unwrap();
+        let kept = || readers.run(|c| Ok(!c.is_autocommit()));
+        assert!(kept().await.expect("read"), "a short WAL: the snapshot is kept");
+        for _ in 0..KEEP_BELOW_FRAMES {
+            writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
+        }
+        assert!(!kept().await.expect("read"), "a WAL as long as a checkpoint: none is kept");
+        assert_eq!(rows(&readers).await, i64::from(KEEP_BELOW_FRAMES));
     }
 
     #[tokio::test]
