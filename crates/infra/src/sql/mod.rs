@@ -43,6 +43,7 @@ mod reachability;
 mod reader_threads;
 mod records;
 mod schema;
+mod snapshots;
 mod sqlite_writes;
 mod webhooks;
 mod window;
