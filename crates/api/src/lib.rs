@@ -102,7 +102,7 @@ fn origin(url: &str) -> Option<String> {
 pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let service = openapi::service(&state.config);
     let document = openapi::document(&service, state.config.experimental);
-    let routes = RouteTable::from_document(&document, "/v1")
+    let routes = RouteTable::from_document(&document, openapi::PREFIX)
         .with_route(published::PATHS[0], &[Method::GET])
         .with_route(published::PATHS[1], &[Method::GET])
         .with_route(probes::PATHS[0], &[Method::GET])
@@ -135,14 +135,18 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     // ones inside through `respond`, which turns an error raised there (routing, extraction)
     // into the Error body, so that no response escapes without the headers of the layers
     // outside.
-    Route::new()
+    let route = Route::new()
         .at(probes::PATHS[0], get(operators::livez))
         .at(probes::PATHS[1], get(operators::readyz))
         .at(telemetry::PATH, get(operators::serve_metrics))
         .at("/v1/openapi.json", get(make_sync(move |req| document.respond(&req))))
-        .at("/v1/docs", get(make_sync(move |req| docs.respond(&req))))
-        .nest("/v1", service)
+        .at("/v1/docs", get(make_sync(move |req| docs.respond(&req))));
+    openapi::routes()
+        .fold(route, |route, (path, methods)| route.at(path, methods))
         .boxed()
+        .stack()
+        // What the operations' query parameters read.
+        .prepare(openapi::read_query)
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
         .layer(middleware::idempotency_keys)
         // Only with `drop-answer-every`: outside the hold, so that a replay is told from a stored write.

@@ -142,6 +142,13 @@ impl Next {
         Self(Box::new(Data { inner: self, value }))
     }
 
+    /// Applies `prepare` to every request before the layers inside see it, at once, with no
+    /// future of its own.
+    #[must_use]
+    pub fn prepare(self, prepare: fn(&mut Request)) -> Self {
+        Self(Box::new(Prepare { inner: self, prepare }))
+    }
+
     /// The stack as poem's endpoint: the request is boxed here, once.
     pub fn into_endpoint(self) -> BoxEndpoint<'static, Response> {
         Box::new(self)
@@ -160,22 +167,15 @@ impl DynEndpoint for Next {
     }
 }
 
-/// How `app` starts the stack: the first layer around poem's router.
+/// How `app` starts the stack: poem's router at its bottom.
 pub trait Stack {
-    /// `layer` around `self`.
-    fn layer<F, Fut>(self, layer: F) -> Next
-    where
-        F: Fn(Arc<Next>, Box<Request>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = poem::Result<Response>> + Send + 'static;
+    /// The stack of poem's router alone, for the layers to go around.
+    fn stack(self) -> Next;
 }
 
 impl Stack for BoxEndpoint<'static, Response> {
-    fn layer<F, Fut>(self, layer: F) -> Next
-    where
-        F: Fn(Arc<Next>, Box<Request>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = poem::Result<Response>> + Send + 'static,
-    {
-        Next(Box::new(Router(self))).layer(layer)
+    fn stack(self) -> Next {
+        Next(Box::new(Router(self)))
     }
 }
 
@@ -215,6 +215,19 @@ struct Data<T> {
 impl<T: Clone + Send + Sync + 'static> Inner for Data<T> {
     fn call(&self, mut req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>> {
         req.extensions_mut().insert(self.value.clone());
+        self.inner.call(req)
+    }
+}
+
+/// A change made to every request.
+struct Prepare {
+    inner: Next,
+    prepare: fn(&mut Request),
+}
+
+impl Inner for Prepare {
+    fn call(&self, mut req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>> {
+        (self.prepare)(&mut req);
         self.inner.call(req)
     }
 }
