@@ -145,7 +145,7 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .fold(route, |route, (path, methods)| route.at(path, methods))
         .boxed()
         .stack()
-        // What the operations' query parameters read.
+        // The query's pairs, which the operations' query parameters read.
         .prepare(openapi::read_query)
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
         .layer(middleware::idempotency_keys)

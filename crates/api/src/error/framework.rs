@@ -22,8 +22,13 @@ impl ApiError {
         if let Some(e) = err.downcast_ref::<ParseParamError>() {
             return Self::invalid_request(format!("parameter {}: {}", e.name, e.reason));
         }
-        if let Some(e) = err.downcast_ref::<ParsePathError>() {
-            return Self::invalid_request(format!("path parameter {}: {}", e.name, e.reason));
+        if err.is::<ParsePathError>() {
+            // Every path parameter takes any text (`RawParam`), so the only value missing is
+            // one poem's router could not decode; poem-openapi names it by its route's
+            // internal name (`param0`), which means nothing to a client.
+            return Self::invalid_request(
+                "the path is not valid UTF-8 once percent-decoded".to_owned(),
+            );
         }
         if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
             return Self::invalid_request(format!("the body is not valid JSON: {}", e.reason));

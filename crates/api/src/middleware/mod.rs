@@ -112,7 +112,7 @@ fn state(req: &Request) -> Option<AppState> {
 pub struct Next(Box<dyn Inner>);
 
 /// What a [`Next`] calls: a layer around the stack inside it, the data a request is given,
-/// or the router at the bottom.
+/// a change made to it, or the router at the bottom.
 trait Inner: Send + Sync {
     fn call(&self, req: Box<Request>) -> BoxFuture<'_, poem::Result<Response>>;
 }

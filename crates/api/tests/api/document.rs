@@ -7,6 +7,24 @@ use serde_json::json;
 use crate::helpers::*;
 
 #[tokio::test]
+async fn every_operation_has_an_id_of_its_own() {
+    let h = Harness::new().await;
+    let doc = h.send(Method::GET, "/v1/openapi.json", None, None).await.body;
+    let mut ids: Vec<&str> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .values()
+        .flat_map(|path| path.as_object().expect("a path item").values())
+        .filter_map(|operation| operation["operationId"].as_str())
+        .collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "an operationId given twice: {ids:?}");
+    assert!(count >= 10, "{count} operations");
+}
+
+#[tokio::test]
 async fn the_document_describes_the_pet_operations() {
     let h = Harness::new().await;
     let reply = h.send(Method::GET, "/v1/openapi.json", None, None).await;

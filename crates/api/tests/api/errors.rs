@@ -23,6 +23,22 @@ async fn routing_errors_use_the_error_body() {
 }
 
 #[tokio::test]
+async fn a_path_that_does_not_decode_is_refused_in_the_error_body() {
+    let h = Harness::new().await;
+    for path in ["/v1/pets/%FF", "/v1/pets/1%C3", "/v1/store/orders/%FF"] {
+        let reply = h.get(path).await;
+        reply.assert_error(400, "invalid_request");
+        assert_eq!(
+            reply.body["message"], "the path is not valid UTF-8 once percent-decoded",
+            "{path}"
+        );
+    }
+    let reply = h.get("/v1/pets/abc").await;
+    reply.assert_error(400, "invalid_request");
+    assert_eq!(reply.body["message"], "petId must be an int64 integer, got \"abc\"");
+}
+
+#[tokio::test]
 async fn bad_bodies_use_the_error_body_and_store_nothing() {
     let h = Harness::new().await;
     h.post_json("{\"name\":").await.assert_error(400, "invalid_request");
