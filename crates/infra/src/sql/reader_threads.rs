@@ -233,10 +233,7 @@ impl ReaderThreads {
             return;
         }
         for slot in self.inline.iter() {
-            if let Some(mut inline) = lock(slot).take() {
-                inline.release();
-                close_sqlite(inline.connection, "a database reader");
-            }
+            retire(&mut lock(slot));
         }
         let threads = std::mem::take(&mut *self.lock_threads());
         for _ in &threads {
