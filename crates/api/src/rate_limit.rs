@@ -113,30 +113,51 @@ pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
 }
 
 /// A structured field list of the IETF draft (`"minute";q=60;w=60, "day";q=1000;w=86400`),
-/// written with `itoa` rather than `format!`: these two headers go on every response.
-#[derive(Default)]
-struct Fields(Vec<u8>);
+/// written with `itoa` into a buffer on the stack rather than with `format!` into a growing
+/// `Vec`: these two headers go on every response, and each then costs one allocation, the
+/// header's own.
+struct Fields {
+    bytes: [u8; Fields::CAPACITY],
+    len: usize,
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Self { bytes: [0; Self::CAPACITY], len: 0 }
+    }
+}
 
 impl Fields {
+    /// Two items of two parameters each, their numbers up to `u64::MAX`, take 110 bytes.
+    const CAPACITY: usize = 128;
+
     /// Appends the item `"name"` with its integer parameters.
     fn item(&mut self, name: &str, parameters: [(&str, u64); 2]) {
-        let bytes = &mut self.0;
-        if !bytes.is_empty() {
-            bytes.extend_from_slice(b", ");
+        if self.len > 0 {
+            self.push(b", ");
         }
-        bytes.push(b'"');
-        bytes.extend_from_slice(name.as_bytes());
-        bytes.push(b'"');
+        self.push(b"\"");
+        self.push(name.as_bytes());
+        self.push(b"\"");
         for (key, value) in parameters {
-            bytes.push(b';');
-            bytes.extend_from_slice(key.as_bytes());
-            bytes.push(b'=');
-            bytes.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+            self.push(b";");
+            self.push(key.as_bytes());
+            self.push(b"=");
+            self.push(itoa::Buffer::new().format(value).as_bytes());
         }
     }
 
-    fn value(self) -> Option<HeaderValue> {
-        HeaderValue::from_maybe_shared(bytes::Bytes::from(self.0)).ok()
+    /// Appends `bytes`; never past the buffer, which the items of `set_headers` fit in.
+    fn push(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if let Some(free) = self.bytes.get_mut(self.len..end) {
+            free.copy_from_slice(bytes);
+            self.len = end;
+        }
+    }
+
+    fn value(&self) -> Option<HeaderValue> {
+        HeaderValue::from_bytes(self.bytes.get(..self.len)?).ok()
     }
 }
 
@@ -170,5 +191,16 @@ mod tests {
             header("ratelimit").as_deref(),
             Some(r#""minute";r=59;t=41, "day";r=999;t=85381"#)
         );
+    }
+
+    #[test]
+    fn the_largest_numbers_fit_the_field_lists() {
+        let mut policy = Fields::default();
+        for name in ["minute", "day"] {
+            policy.item(name, [("q", u64::MAX), ("w", u64::MAX)]);
+        }
+        let max = u64::MAX;
+        let expected = format!(r#""minute";q={max};w={max}, "day";q={max};w={max}"#);
+        assert_eq!(policy.value().and_then(|v| v.to_str().ok().map(str::to_owned)), Some(expected));
     }
 }

@@ -11,10 +11,18 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use crate::error::ApiError;
 
 /// Refuses a query that gives one of `names` more than once.
-pub fn refuse_repeated_parameters(query: Option<&str>, names: &[&str]) -> Result<(), ApiError> {
-    let mut seen = HashSet::new();
+pub fn refuse_repeated_parameters<const N: usize>(
+    query: Option<&str>,
+    names: &[&str; N],
+) -> Result<(), ApiError> {
+    // Which of `names` the query gave so far, by position: no set to allocate and hash into.
+    let mut seen = [false; N];
     for (name, _) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        if names.contains(&name.as_ref()) && !seen.insert(name.clone()) {
+        let Some(given) = names.iter().position(|n| *n == name).and_then(|i| seen.get_mut(i))
+        else {
+            continue;
+        };
+        if std::mem::replace(given, true) {
             return Err(ApiError::invalid_request(format!(
                 "the query parameter {name} is given more than once; give it once"
             )));

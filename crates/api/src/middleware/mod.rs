@@ -241,10 +241,24 @@ impl Inner for Prepare {
 fn respond(ep: &Next, req: Box<Request>) -> impl Future<Output = Response> + Send + '_ {
     let call = ep.call(req);
     async move {
-        match call.await {
+        let mut response = match call.await {
             Ok(output) => output.into_response(),
             Err(err) => error_response(err),
-        }
+        };
+        make_room(&mut response);
+        response
+    }
+}
+
+/// About as many headers as the layers leave on a response: a read's carries 14.
+const RESPONSE_HEADERS: usize = 16;
+
+/// Makes room, once, for the headers the layers add, so that the response's header table
+/// is not grown and rehashed twice on the way out.
+fn make_room(response: &mut Response) {
+    let headers = response.headers_mut();
+    if headers.capacity() < RESPONSE_HEADERS {
+        headers.reserve(RESPONSE_HEADERS.saturating_sub(headers.len()));
     }
 }
 
