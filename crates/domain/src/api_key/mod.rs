@@ -71,9 +71,11 @@ impl fmt::Display for Environment {
     }
 }
 
-/// The public id of a key: 12 lowercase letters and digits.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyId(String);
+/// The public id of a key: 12 lowercase letters and digits, held in place: a key is cloned
+/// on every request (from the key cache, onto the request), and its id and owner's then cost
+/// no allocation.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyId([u8; KeyId::LEN]);
 
 /// A string that is not a key id.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -89,39 +91,40 @@ impl KeyId {
     ///
     /// [`KeyIdError`] when `id` is not 12 lowercase letters and digits.
     pub fn new(id: &str) -> Result<Self, KeyIdError> {
-        if id.len() == Self::LEN && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        {
-            Ok(Self(id.to_owned()))
-        } else {
-            Err(KeyIdError(id.to_owned()))
+        match <[u8; Self::LEN]>::try_from(id.as_bytes()) {
+            Ok(bytes) if bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) => {
+                Ok(Self(bytes))
+            }
+            _ => Err(KeyIdError(id.to_owned())),
         }
     }
 
     fn generate(rng: &mut impl Rng) -> Self {
         const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-        Self(
-            (0..Self::LEN)
-                .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-                .collect(),
-        )
+        Self(std::array::from_fn(|_| ALPHABET[rng.random_range(0..ALPHABET.len())]))
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Always ASCII: `new` and `generate` make nothing else.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 
     /// The id as its 12 bytes, for compact keys in memory.
     pub fn to_bytes(&self) -> [u8; 12] {
-        let mut bytes = [0; 12];
-        bytes.copy_from_slice(&self.0.as_bytes()[..Self::LEN]);
-        bytes
+        self.0
+    }
+}
+
+impl fmt::Debug for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("KeyId").field(&self.as_str()).finish()
     }
 }
 
 impl fmt::Display for KeyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 

@@ -63,9 +63,13 @@ fn secrets_never_show_in_debug_output() {
 
 #[test]
 fn key_ids_and_names_are_validated() {
-    assert!(KeyId::new("abcdef012345").is_ok());
+    let id = KeyId::new("abcdef012345").expect("a key id");
+    assert_eq!((id.as_str(), id.to_string()), ("abcdef012345", "abcdef012345".to_owned()));
+    assert_eq!(format!("{id:?}"), r#"KeyId("abcdef012345")"#);
     assert!(KeyId::new("ABCDEF012345").is_err());
     assert!(KeyId::new("abc").is_err());
+    assert!(KeyId::new("abcdef0123456").is_err());
+    assert!(KeyId::new("abcdef0123é").is_err(), "12 bytes, not 12 letters and digits");
     assert!(KeyName::new("ci bot").is_ok());
     assert_eq!(KeyName::new(""), Err(KeyNameError::Empty));
     assert_eq!(KeyName::new(" "), Err(NameRuleError::Blank.into()));
