@@ -256,3 +256,27 @@ async fn two_writers_on_one_file_never_share_a_pet_id() {
     assert!(next.id.get() > largest, "{:?} after {largest}", next.id);
     db.close().await;
 }
+
+/// A row the service could not have written (an operator's own `UPDATE`) is an error when
+/// read, alone or in a page, never a pet the service would answer with.
+#[tokio::test]
+async fn a_row_with_an_unknown_status_is_refused_when_read() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let stored = db.pets().create(pet(1)).await.expect("create");
+    let other = sea_query_rusqlite::rusqlite::Connection::open(file.dir.path().join("store.db"))
+        .expect("a connection of its own");
+    let changed = other
+        .execute("UPDATE pets SET status = 'lost' WHERE id = ?1", [stored.id.get()])
+        .expect("an operator's update");
+    assert_eq!(changed, 1);
+    let names_the_status = |err: &dyn std::error::Error| {
+        std::iter::successors(Some(err), |err| err.source()).any(|e| e.to_string().contains("lost"))
+    };
+    let err = db.pets().get(stored.id).await.expect_err("not a pet");
+    assert!(names_the_status(&err), "{err:?}");
+    let err = db.pets().list(None, None, 20).await.expect_err("not a page of pets");
+    assert!(names_the_status(&err), "{err:?}");
+    drop(other);
+    db.close().await;
+}

@@ -20,22 +20,22 @@ pub async fn allow_header(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Resp
     let Some(route) = resolved.route() else {
         return Ok(error_response(poem::Error::from_status(StatusCode::NOT_FOUND)));
     };
-    let allow = HeaderValue::try_from(route.allow()).ok();
-    let accept_patch = route.accept_patch().and_then(|types| HeaderValue::try_from(types).ok());
     let patch = req.method() == poem::http::Method::PATCH;
     let mut response = if route.allows(req.method()) {
         respond(ep.as_ref(), req).await
     } else {
         error_response(poem::Error::from_status(StatusCode::METHOD_NOT_ALLOWED))
     };
+    // Written only for the answers that carry them, not for every request.
     if response.status() == StatusCode::METHOD_NOT_ALLOWED
-        && let Some(value) = allow
+        && let Ok(value) = HeaderValue::try_from(route.allow())
     {
         response.headers_mut().insert(header::ALLOW, value);
     }
     if patch
         && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
-        && let Some(value) = accept_patch
+        && let Some(value) =
+            route.accept_patch().and_then(|types| HeaderValue::try_from(types).ok())
     {
         response.headers_mut().insert(poem::http::HeaderName::from_static("accept-patch"), value);
     }

@@ -42,11 +42,7 @@ pub async fn trace_request(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Res
     let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
     let resolved = resolved(&req);
-    let route = resolved
-        .as_ref()
-        .and_then(Resolved::route)
-        .map_or("(unmatched)", |r| r.template())
-        .to_owned();
+    let route = resolved.as_ref().and_then(Resolved::route).map_or("(unmatched)", |r| r.template());
     let span = tracing::info_span!(
         "request",
         method = %excerpt(req.method().as_str()),

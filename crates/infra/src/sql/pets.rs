@@ -20,7 +20,7 @@ use sea_query_rusqlite::rusqlite;
 
 use super::entity::pet;
 use super::job::Writer;
-use super::pet_rows::{from_sqlite_row, to_pet};
+use super::pet_rows::{pet_from_sqlite_row, to_pet};
 use super::pg_readers::PgReaders;
 use super::reachability::Reads;
 use super::reader_threads::ReaderThreads;
@@ -56,15 +56,15 @@ impl PetReaders {
         }
     }
 
-    /// Runs `read`, each row as a [`pet::Model`].
-    async fn read(&self, read: PetRead) -> Result<Vec<pet::Model>, DbErr> {
+    /// Runs `read`, each row as a pet or as why it is not one.
+    async fn read(&self, read: PetRead) -> Result<Vec<Result<Pet, RepositoryError>>, DbErr> {
         match self {
             Self::Sqlite(threads) => {
-                threads.query_sql(read.sqlite_sql(), read.values(), from_sqlite_row).await
+                threads.query_sql(read.sqlite_sql(), read.values(), pet_from_sqlite_row).await
             }
             Self::Postgres(pg_readers) => {
                 let rows = pg_readers.query_all(read.select().build(DbBackend::Postgres)).await?;
-                rows.iter().map(|row| pet::Model::from_query_result(row, "")).collect()
+                rows.iter().map(|row| Ok(to_pet(pet::Model::from_query_result(row, "")?))).collect()
             }
         }
     }
@@ -173,7 +173,7 @@ impl PetRepository for SeaOrmPetRepository {
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {
         let rows = self.reads.run(self.readers.read(PetRead::One(id))).await?;
-        rows.into_iter().next().map(to_pet).transpose()
+        rows.into_iter().next().transpose()
     }
 
     async fn list(
@@ -184,7 +184,7 @@ impl PetRepository for SeaOrmPetRepository {
     ) -> Result<Vec<Pet>, RepositoryError> {
         let read = PetRead::Page { status, after, count };
         let rows = self.reads.run(self.readers.read(read)).await?;
-        rows.into_iter().map(to_pet).collect()
+        rows.into_iter().collect()
     }
 }
 
