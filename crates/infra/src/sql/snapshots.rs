@@ -117,11 +117,12 @@ impl WalIndex {
 /// a third of that `pread`. Only the file's owner may ask it; anyone else opens it plainly.
 fn open_without_access_times(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOATIME)
-        .open(path)
-        .or_else(|_| File::open(path))
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOATIME).open(path).or_else(|err| {
+        match err.kind() {
+            std::io::ErrorKind::PermissionDenied => File::open(path),
+            _ => Err(err),
+        }
+    })
 }
 
 /// A connection for the callers' threads, and the snapshot it keeps.
