@@ -10,6 +10,8 @@
 //! The inventory adds up `pet_counts`, which triggers on `pets` keep (see the migration
 //! `m20261126_000007_pet_changes`): a handful of rows, however many pets there are.
 
+use std::sync::OnceLock;
+
 use animal_store_domain::{
     ChangePetError, Inventory, NewEvent, OrderId, OrderStatus, Pet, PetChange, PetChanges, PetId,
     PetPatch, PetStatus, Precondition, RepositoryError, to_the_second,
@@ -122,10 +124,10 @@ impl PetReaders {
                 threads.query_all(counts(DbBackend::Sqlite), row).await
             }
             Self::Postgres(pg_readers) => {
-                let rows = pg_readers.query_all(counts(DbBackend::Postgres)).await?;
-                rows.iter()
-                    .map(|row| Ok((row.try_get("", "status")?, row.try_get("", "pets")?)))
-                    .collect()
+                static SQL: OnceLock<String> = OnceLock::new();
+                let sql = SQL.get_or_init(|| counts(DbBackend::Postgres).sql);
+                let row = |row: &tokio_postgres::Row| Ok((row.try_get(0)?, row.try_get(1)?));
+                pg_readers.query(sql, &[], row).await
             }
         }
     }

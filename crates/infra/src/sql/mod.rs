@@ -8,9 +8,9 @@
 //!   rusqlite on the callers' threads or reader threads (`reader_threads.rs`); keys, backups
 //!   and the readiness check use a pool of up to four async readers. WAL lets them all read
 //!   beside the writer, whose connections write one at a time (`sqlite_writes.rs`).
-//! - PostgreSQL: pets are read on up to eight connections pooled without a ping per checkout
-//!   (`pg_readers.rs`); keys and the readiness check use a pool of up to four; one writer
-//!   connection.
+//! - PostgreSQL: pets are read on a few connections that every read shares, one for each
+//!   core (`pg_readers.rs`); keys and the readiness check use a pool of up to four; one
+//!   writer connection.
 //!
 //! Migrations are applied one process at a time, under a lock held in the database
 //! (`migrating.rs`), so that replicas starting together on one database all come up.
@@ -170,7 +170,7 @@ impl Database {
                 PetReaders::Postgres(connector.pg_readers().map_err(DatabaseError::Connect)?)
             }
         };
-        let reachability = Reachability::new(readers.clone(), pet_readers.postgres().cloned());
+        let reachability = Reachability::new(readers.clone());
         let (stop_writer, stop) = oneshot::channel();
         let (writer, writer_thread) = Writer::start(
             connector.clone(),

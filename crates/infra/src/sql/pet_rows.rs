@@ -69,6 +69,14 @@ pub(super) fn pet_from_sqlite_row(
     Ok(pet_of(row.get(0)?, row.get(1)?, row.get(2)?, status))
 }
 
+/// A row read from PostgreSQL, as a pet or as why it is not one: the columns by position,
+/// as [`pet_from_sqlite_row`] reads them, the status borrowed from the row.
+pub(super) fn pet_from_postgres_row(
+    row: &tokio_postgres::Row,
+) -> Result<Result<Pet, RepositoryError>, tokio_postgres::Error> {
+    Ok(pet_of(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?))
+}
+
 /// Inserts `pets` into SQLite with one statement on the writer's own connection, and
 /// returns their ids, in order: the rows of one `INSERT` get consecutive row ids, the last
 /// one SQLite's last row id.

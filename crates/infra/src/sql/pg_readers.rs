@@ -1,181 +1,374 @@
-//! PostgreSQL connections for the pet reads, pooled without a round trip per checkout.
+//! PostgreSQL connections for the pet reads: a few, shared, each read pipelined on one.
 //!
-//! sqlx's pool pings a connection each time it goes back to the pool, in case a cancelled
-//! query left it mid-conversation, and by default each time it is handed out too. A page of
-//! pets is a single round trip of its own, so through that pool each one cost three: on a
-//! network where a round trip is a fraction of a millisecond, that is most of a read's
-//! latency. These connections are pooled by deadpool instead:
+//! A pool hands each read a connection of its own: a read is then one round trip on that
+//! connection, and the server's process behind it sleeps and wakes once per read. Here a few
+//! connections of tokio-postgres are shared by every read instead, taken in turn: reads that
+//! meet on one connection are written to the server together and answered together, so that
+//! under load one write, one read and one wake-up on either side serve many. Each connection
+//! prepares a statement once and keeps it (at most [`PREPARED`]), and rows are read by
+//! position, not by name.
 //!
-//! - a connection handed out is pinged only when it sat idle for [`PING_IF_IDLE_FOR`] or
-//!   longer, in case the server, a proxy or a firewall dropped it meanwhile;
-//! - a connection whose query did not run to its end (the request was cancelled, or the
-//!   connection itself failed) is closed, never put back; one that got an error from the
-//!   server (a bad statement) is still in step and is put back.
+//! - A connection idle for [`PING_IF_IDLE_FOR`] or longer is pinged before a read uses it,
+//!   in case the server, a proxy or a firewall dropped it meanwhile; one the server closed is
+//!   replaced at once.
+//! - A read abandoned before its answer (the request was cancelled) leaves its connection in
+//!   step: the connection reads the rest of that answer and drops it.
+//! - A read that waits for a lock holds up the reads queued behind it on its connection, not
+//!   the others.
 //!
-//! The statements are the repository's own SeaORM queries, built for PostgreSQL; their rows
-//! come back as SeaORM's `QueryResult`.
+//! The statements are the repository's own, built by SeaORM for PostgreSQL; the URL is read
+//! as the rest of the service reads it (sqlx's options, with `PGHOST`, `PGUSER`, `PGPASSWORD`
+//! and the like for what it leaves out).
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::str::FromStr as _;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
-use deadpool::managed::{self, Metrics, Object, PoolError, RecycleResult, TimeoutType, Timeouts};
-use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgSeverity};
-use sea_orm::sqlx::{self, ConnectOptions as _, Connection as _, Error};
-use sea_orm::{DbErr, QueryResult, RuntimeErr, Statement, Values};
-use sea_query_sqlx::SqlxValues;
+use sea_orm::sqlx::Error;
+use sea_orm::sqlx::error::{DatabaseError, ErrorKind};
+use sea_orm::sqlx::postgres::PgConnectOptions;
+use sea_orm::{DbErr, RuntimeErr};
+use tokio_postgres::error::{DbError, SqlState};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
 
-/// A connection idle for this long is pinged before it is handed out.
+/// A connection idle for this long is pinged before a read uses it.
 pub(super) const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
-/// Pooled PostgreSQL connections for reads. Cheap to clone: clones share the pool.
+/// How many statements a connection keeps prepared; past it, it forgets them all. The pet
+/// reads have six.
+const PREPARED: usize = 32;
+
+/// Shared PostgreSQL connections for reads. Cheap to clone: clones share the connections.
 #[derive(Clone)]
-pub(super) struct PgReaders {
-    pool: managed::Pool<Manager>,
+pub(super) struct PgReaders(Arc<Shared>);
+
+struct Shared {
+    config: tokio_postgres::Config,
+    /// How long opening a connection, or pinging one, may take.
+    timeout: Duration,
+    slots: Box<[Slot]>,
+    /// The slot the next read takes.
+    next: AtomicUsize,
+    closed: AtomicBool,
 }
 
-/// Opens and checks the connections.
-struct Manager {
-    options: PgConnectOptions,
+/// One of the connections, open or not yet.
+#[derive(Default)]
+struct Slot {
+    link: Mutex<Option<Arc<Link>>>,
+    /// Held while a connection is opened for this slot, so that the reads that find it empty
+    /// at once open one between them, not one each.
+    opening: tokio::sync::Mutex<()>,
 }
 
-impl managed::Manager for Manager {
-    type Type = PgConnection;
-    type Error = Error;
-
-    async fn create(&self) -> Result<PgConnection, Error> {
-        PgConnection::connect_with(&self.options).await
-    }
-
-    async fn recycle(
-        &self,
-        connection: &mut PgConnection,
-        metrics: &Metrics,
-    ) -> RecycleResult<Error> {
-        if metrics.last_used() >= PING_IF_IDLE_FOR {
-            connection.ping().await?;
-        }
-        Ok(())
-    }
+/// An open connection.
+struct Link {
+    client: Client,
+    statements: Mutex<HashMap<&'static str, Statement>>,
+    /// The reads it serves now.
+    reads: AtomicUsize,
+    /// When it last served a read.
+    last_used: Mutex<Instant>,
 }
 
 impl PgReaders {
-    /// A pool of up to `size` connections to `url`, opened as they are needed. Waiting for a
-    /// connection, opening one and pinging one each give up after `timeout`.
+    /// Up to `size` connections to `url`, opened as reads need them. Opening one, or pinging
+    /// one, gives up after `timeout`.
     pub(super) fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, DbErr> {
-        let options = PgConnectOptions::from_str(url)
-            .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?
-            .disable_statement_logging();
-        let timeouts =
-            Timeouts { wait: Some(timeout), create: Some(timeout), recycle: Some(timeout) };
-        let pool = managed::Pool::builder(Manager { options })
-            .max_size(size)
-            .timeouts(timeouts)
-            .runtime(deadpool::Runtime::Tokio1)
-            .build()
-            .map_err(|err| DbErr::Conn(RuntimeErr::Internal(err.to_string())))?;
-        Ok(Self { pool })
+        let config =
+            config(url).map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?;
+        let slots = (0..size.max(1)).map(|_| Slot::default()).collect();
+        Ok(Self(Arc::new(Shared {
+            config,
+            timeout,
+            slots,
+            next: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+        })))
     }
 
-    /// Runs `statement` and returns its rows. A connection that was pooled before and fails
-    /// on its own (the server terminated it, or restarted) is closed and the read tried again
-    /// on another: a read can be repeated, and the client need not see that failure. After a
-    /// restart every pooled connection fails at once, so the tries are bounded by the pool's
-    /// size, and a new connection's failure is the read's.
-    pub(super) async fn query_all(&self, statement: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        let Statement { sql, values, .. } = statement;
-        let values = values.unwrap_or(Values(Vec::new()));
-        let mut tries = self.pool.status().max_size + 1;
+    /// Runs `sql` with `params`, and turns each row into a value with `decode`. A connection
+    /// that served reads before and that the server closed (it terminated it, or restarted)
+    /// is replaced and the read tried again on the new one: a read can be repeated, and the
+    /// client need not see that failure. After a restart every connection fails at once, so
+    /// the tries are bounded by the number of connections, and a new connection's failure is
+    /// the read's.
+    pub(super) async fn query<T>(
+        &self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+        decode: impl Fn(&Row) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<Vec<T>, DbErr> {
+        let shared = &self.0;
+        let slot = shared.next.fetch_add(1, Ordering::Relaxed) % shared.slots.len();
+        let mut tries = shared.slots.len() + 1;
         loop {
             tries -= 1;
-            let mut checkout = Checkout(Some(self.pool.get().await.map_err(pool_error)?));
-            let reused = checkout.reused();
-            let rows =
-                sqlx::query_with(sqlx::AssertSqlSafe(sql.as_str()), SqlxValues(values.clone()))
-                    .fetch_all(checkout.connection())
-                    .await;
+            let (link, opened) = shared.link(slot).await?;
+            let rows = link.query(sql, params).await;
             match rows {
                 Ok(rows) => {
-                    checkout.put_back();
-                    return Ok(rows.into_iter().map(QueryResult::from).collect());
+                    return rows
+                        .iter()
+                        .map(decode)
+                        .collect::<Result<_, _>>()
+                        .map_err(|err| DbErr::Type(format!("a row read from PostgreSQL: {err}")));
+                }
+                Err(err) if link.client.is_closed() => {
+                    shared.forget(slot, &link);
+                    if opened || tries == 0 {
+                        return Err(DbErr::Query(sqlx_error(err)));
+                    }
                 }
                 // The server answered, and the connection goes on: it is in step.
-                Err(Error::Database(err)) if !ends_the_connection(err.as_ref()) => {
-                    checkout.put_back();
-                    return Err(DbErr::Query(RuntimeErr::SqlxError(Arc::new(Error::Database(
-                        err,
-                    )))));
-                }
-                Err(_) if reused && tries > 0 => {}
-                Err(err) => return Err(DbErr::Query(RuntimeErr::SqlxError(Arc::new(err)))),
+                Err(err) => return Err(DbErr::Query(sqlx_error(err))),
             }
         }
     }
 
-    /// Whether every connection the pool may hold is open and busy: then a wait that timed
-    /// out is overload, not a database that cannot be reached.
-    pub(super) fn saturated(&self) -> bool {
-        let status = self.pool.status();
-        status.size >= status.max_size && status.available == 0
-    }
-
-    /// The open connections, and how many of them are idle.
+    /// The open connections, and how many of them serve no read now.
     pub(super) fn connections(&self) -> (usize, usize) {
-        let status = self.pool.status();
-        (status.size, status.available)
+        let links = self.0.slots.iter().filter_map(|slot| lock(&slot.link).clone());
+        links.fold((0, 0), |(open, idle), link| {
+            (open + 1, idle + usize::from(link.reads.load(Ordering::Relaxed) == 0))
+        })
     }
 
-    /// Closes the idle connections and refuses new checkouts.
+    /// Closes the connections; reads from then on fail.
     pub(super) fn close(&self) {
-        self.pool.close();
-    }
-}
-
-/// A checked-out connection that is closed on drop unless put back: a query dropped at an
-/// `.await` leaves its connection mid-conversation.
-struct Checkout(Option<Object<Manager>>);
-
-impl Checkout {
-    /// Whether the connection served an earlier checkout.
-    fn reused(&self) -> bool {
-        self.0.as_ref().is_some_and(|object| Object::metrics(object).recycle_count > 0)
-    }
-
-    fn connection(&mut self) -> &mut PgConnection {
-        self.0.as_deref_mut().unwrap_or_else(|| unreachable!("a checkout holds its connection"))
-    }
-
-    fn put_back(mut self) {
-        // Dropping the object returns it to the pool.
-        drop(self.0.take());
-    }
-}
-
-impl Drop for Checkout {
-    fn drop(&mut self) {
-        if let Some(object) = self.0.take() {
-            drop(Object::take(object));
+        self.0.closed.store(true, Ordering::Release);
+        for slot in &self.0.slots {
+            lock(&slot.link).take();
         }
     }
 }
 
-/// Whether the server ends the connection with this error: a `FATAL` (terminated by an
-/// administrator, the server shutting down) or a `PANIC`.
-fn ends_the_connection(err: &dyn sqlx::error::DatabaseError) -> bool {
-    err.try_downcast_ref::<PgDatabaseError>()
-        .is_some_and(|err| matches!(err.severity(), PgSeverity::Fatal | PgSeverity::Panic))
+impl Shared {
+    /// The open connection of `slot`, opened now if there is none, and whether it was.
+    async fn link(&self, slot: usize) -> Result<(Arc<Link>, bool), DbErr> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(DbErr::Conn(RuntimeErr::SqlxError(Arc::new(Error::PoolClosed))));
+        }
+        let slot = &self.slots[slot];
+        if let Some(link) = self.usable(slot).await {
+            return Ok((link, false));
+        }
+        let _opening = slot.opening.lock().await;
+        if let Some(link) = self.usable(slot).await {
+            return Ok((link, false));
+        }
+        let link = Arc::new(self.open().await?);
+        *lock(&slot.link) = Some(Arc::clone(&link));
+        Ok((link, true))
+    }
+
+    /// The connection of `slot`, unless there is none, or the server closed it, or it was
+    /// idle and does not answer a ping.
+    async fn usable(&self, slot: &Slot) -> Option<Arc<Link>> {
+        let link = lock(&slot.link).clone().filter(|link| !link.client.is_closed())?;
+        if link.idle_for() < PING_IF_IDLE_FOR {
+            return Some(link);
+        }
+        let ping = tokio::time::timeout(self.timeout, link.client.simple_query("")).await;
+        if matches!(ping, Ok(Ok(_))) {
+            *lock(&link.last_used) = Instant::now();
+            return Some(link);
+        }
+        let mut current = lock(&slot.link);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &link)) {
+            current.take();
+        }
+        None
+    }
+
+    /// Forgets the connection of `slot` if it is still `link`.
+    fn forget(&self, slot: usize, link: &Arc<Link>) {
+        let mut current = lock(&self.slots[slot].link);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, link)) {
+            current.take();
+        }
+    }
+
+    /// Opens a connection, and drives it on a task of its own until it closes.
+    async fn open(&self) -> Result<Link, DbErr> {
+        let connecting = tokio::time::timeout(self.timeout, self.config.connect(NoTls));
+        let (client, connection) = match connecting.await {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(err)) => return Err(DbErr::Conn(sqlx_error(err))),
+            Err(_) => {
+                return Err(DbErr::Conn(RuntimeErr::SqlxError(Arc::new(Error::PoolTimedOut))));
+            }
+        };
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!(error = %err, "a PostgreSQL connection for reads closed");
+            }
+        });
+        Ok(Link {
+            client,
+            statements: Mutex::default(),
+            reads: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
 }
 
-/// A pool's failure as sqlx's pool would report it: a wait for a connection that timed out
-/// is a query's pool timeout (overload when the pool is [saturated](PgReaders::saturated)); a
-/// connection that could not be opened, or checked in time, is a connection error, the
-/// driver's own when it gave one.
-fn pool_error(err: PoolError<Error>) -> DbErr {
-    let sqlx = |err| RuntimeErr::SqlxError(Arc::new(err));
-    match err {
-        PoolError::Timeout(TimeoutType::Wait) => DbErr::Query(sqlx(Error::PoolTimedOut)),
-        PoolError::Backend(err) => DbErr::Conn(sqlx(err)),
-        PoolError::Closed => DbErr::Conn(sqlx(Error::PoolClosed)),
-        _ => DbErr::Conn(sqlx(Error::PoolTimedOut)),
+impl Link {
+    /// Runs `sql` on this connection, prepared once.
+    async fn query(
+        &self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let _reading = Reading::new(self);
+        let prepared = lock(&self.statements).get(sql).cloned();
+        let statement = if let Some(statement) = prepared {
+            statement
+        } else {
+            let statement = self.client.prepare(sql).await?;
+            let mut statements = lock(&self.statements);
+            if statements.len() >= PREPARED {
+                statements.clear();
+            }
+            statements.insert(sql, statement.clone());
+            statement
+        };
+        self.client.query(&statement, params).await
+    }
+
+    fn idle_for(&self) -> Duration {
+        lock(&self.last_used).elapsed()
+    }
+}
+
+/// A read a connection serves, counted from its start to its end or its abandonment.
+struct Reading<'a>(&'a Link);
+
+impl<'a> Reading<'a> {
+    fn new(link: &'a Link) -> Self {
+        link.reads.fetch_add(1, Ordering::Relaxed);
+        Self(link)
+    }
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        self.0.reads.fetch_sub(1, Ordering::Relaxed);
+        *lock(&self.0.last_used) = Instant::now();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// tokio-postgres's configuration of `url`, with what the URL leaves out resolved as sqlx
+/// resolves it for the rest of the service.
+fn config(url: &str) -> Result<tokio_postgres::Config, Error> {
+    let options = PgConnectOptions::from_str(url)?;
+    let given =
+        tokio_postgres::Config::from_str(url).map_err(|err| Error::Configuration(err.into()))?;
+    let mut config = tokio_postgres::Config::new();
+    match options.get_socket() {
+        Some(directory) => config.host_path(directory),
+        None => config.host(options.get_host()),
+    };
+    config.port(options.get_port()).user(options.get_username());
+    if let Some(database) = options.get_database() {
+        config.dbname(database);
+    }
+    if let Some(password) = given.get_password() {
+        config.password(password);
+    } else if let Ok(password) = std::env::var("PGPASSWORD") {
+        config.password(password);
+    }
+    if let Some(name) = options.get_application_name() {
+        config.application_name(name);
+    }
+    if let Some(settings) = options.get_options() {
+        config.options(settings);
+    }
+    Ok(config)
+}
+
+/// tokio-postgres's error as sqlx's, which the rest of the service classifies: the server's
+/// error with its SQLSTATE, or a failure of the connection as an I/O error.
+fn sqlx_error(err: tokio_postgres::Error) -> RuntimeErr {
+    let err = match err.as_db_error() {
+        Some(server) => Error::Database(Box::new(ServerError(server.clone()))),
+        None => Error::Io(std::io::Error::other(err)),
+    };
+    RuntimeErr::SqlxError(Arc::new(err))
+}
+
+/// An error the server answered, as sqlx's database error.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct ServerError(DbError);
+
+impl DatabaseError for ServerError {
+    fn message(&self) -> &str {
+        self.0.message()
+    }
+
+    fn code(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(self.0.code().code()))
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> ErrorKind {
+        match self.0.code() {
+            code if *code == SqlState::UNIQUE_VIOLATION => ErrorKind::UniqueViolation,
+            code if *code == SqlState::FOREIGN_KEY_VIOLATION => ErrorKind::ForeignKeyViolation,
+            code if *code == SqlState::NOT_NULL_VIOLATION => ErrorKind::NotNullViolation,
+            code if *code == SqlState::CHECK_VIOLATION => ErrorKind::CheckViolation,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use tokio_postgres::config::Host;
+
+    use super::config;
+
+    #[test]
+    fn a_url_is_read_as_the_rest_of_the_service_reads_it() {
+        let url = "postgres://animal:s%40cret@db.internal:5433/pets?application_name=store";
+        let tcp = config(url).expect("a configuration");
+        assert_eq!(tcp.get_hosts(), [Host::Tcp("db.internal".to_owned())]);
+        assert_eq!(tcp.get_ports(), [5433]);
+        assert_eq!(tcp.get_user(), Some("animal"));
+        assert_eq!(tcp.get_password(), Some(&b"s@cret"[..]));
+        assert_eq!(tcp.get_dbname(), Some("pets"));
+        assert_eq!(tcp.get_application_name(), Some("store"));
+
+        let socket = config("postgres://animal@localhost/pets?host=/run/postgresql")
+            .expect("a configuration");
+        assert_eq!(socket.get_hosts(), [Host::Unix(Path::new("/run/postgresql").to_owned())]);
+        assert_eq!(socket.get_ports(), [5432]);
+    }
+
+    #[test]
+    fn a_url_that_cannot_be_read_is_refused() {
+        assert!(config("postgres://animal@localhost:notaport/pets").is_err());
     }
 }

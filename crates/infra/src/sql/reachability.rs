@@ -18,7 +18,6 @@ use thiserror::Error;
 
 use super::failure::{FailureKind, is_unreachable, repository_error};
 use super::outage::Outage;
-use super::pg_readers::PgReaders;
 
 /// How often the probe tries the database while it cannot be reached.
 const PROBE_INTERVAL: Duration = Duration::from_millis(250);
@@ -35,8 +34,6 @@ pub(super) struct Reachability {
     down: AtomicBool,
     /// The connections the probe tries.
     readers: DatabaseConnection,
-    /// PostgreSQL's connections for the pet reads, whose waits can time out too.
-    pg_readers: Option<PgReaders>,
     /// The runtime the probe runs on: the service's, whichever thread observes the failure
     /// (the writer runs on a runtime of its own).
     runtime: tokio::runtime::Handle,
@@ -44,9 +41,9 @@ pub(super) struct Reachability {
 
 impl Reachability {
     /// Called on the service's runtime, which the probe will run on.
-    pub(super) fn new(readers: DatabaseConnection, pg_readers: Option<PgReaders>) -> Arc<Self> {
+    pub(super) fn new(readers: DatabaseConnection) -> Arc<Self> {
         let runtime = tokio::runtime::Handle::current();
-        Arc::new(Self { down: AtomicBool::new(false), readers, pg_readers, runtime })
+        Arc::new(Self { down: AtomicBool::new(false), readers, runtime })
     }
 
     /// `Unavailable` at once while the database is known to be unreachable.
@@ -74,7 +71,8 @@ impl Reachability {
 impl Reachability {
     /// Whether `err` is a wait for a pooled connection that timed out while every
     /// connection of a full pool was busy: overload, which refusing every request at once
-    /// would turn into an outage, not a database that cannot be reached.
+    /// would turn into an outage, not a database that cannot be reached. (PostgreSQL's pet
+    /// reads share their connections and never wait for one.)
     fn overloaded(&self, err: &DbErr) -> bool {
         use sea_orm::sqlx::Error;
         let pool_timeout = match err {
@@ -92,8 +90,7 @@ impl Reachability {
             let pool = self.readers.get_postgres_connection_pool();
             (pool.size(), pool.options().get_max_connections(), pool.num_idle())
         };
-        let saturated = size >= max && idle == 0;
-        pool_timeout && (saturated || self.pg_readers.as_ref().is_some_and(PgReaders::saturated))
+        pool_timeout && size >= max && idle == 0
     }
 }
 
