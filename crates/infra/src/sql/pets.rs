@@ -8,9 +8,12 @@
 //! How a pet maps to its row, and the statements that add pets, are in
 //! [`pet_rows`](super::pet_rows).
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-use animal_store_domain::{NewPet, Pet, PetId, PetRepository, PetStatus, RepositoryError};
+use animal_store_domain::{
+    NewPet, PageSize, Pet, PetId, PetRepository, PetStatus, RepositoryError,
+};
 use async_trait::async_trait;
 use bytes::BytesMut;
 use sea_orm::{
@@ -67,7 +70,7 @@ impl PetReaders {
                 let values = read.postgres_values();
                 let params: Vec<&(dyn ToSql + Sync)> =
                     values.iter().map(|value| value as &(dyn ToSql + Sync)).collect();
-                pg_readers.query(read.postgres_sql(), &params, pet_from_postgres_row).await
+                pg_readers.query(&read.postgres_sql(), &params, pet_from_postgres_row).await
             }
         }
     }
@@ -83,9 +86,22 @@ enum PetRead {
 impl PetRead {
     /// The query, as SeaORM builds it.
     fn select(self) -> sea_orm::Select<pet::Entity> {
+        self.unlimited().limit(u64::try_from(self.count()).unwrap_or(u64::MAX))
+    }
+
+    /// The query without its limit.
+    fn unlimited(self) -> sea_orm::Select<pet::Entity> {
         match self {
-            Self::One(id) => pet::Entity::find_by_id(id.get()).limit(1),
-            Self::Page { status, after, count } => list_query(status, after, count),
+            Self::One(id) => pet::Entity::find_by_id(id.get()),
+            Self::Page { status, after, .. } => filtered(status, after),
+        }
+    }
+
+    /// How many pets it reads at most.
+    fn count(self) -> usize {
+        match self {
+            Self::One(_) => 1,
+            Self::Page { count, .. } => count,
         }
     }
 
@@ -103,31 +119,26 @@ impl PetRead {
     /// Its SQL for SQLite, built by SeaORM once per shape: building a statement again for
     /// every page cost about 3% of its time (docs/benchmarks.md).
     fn sqlite_sql(self) -> &'static str {
-        static SQL: OnceLock<[String; 5]> = OnceLock::new();
-        self.sql(&SQL, DbBackend::Sqlite)
+        static SQL: [OnceLock<String>; 5] = [const { OnceLock::new() }; 5];
+        SQL[self.shape()].get_or_init(|| self.select().build(DbBackend::Sqlite).sql)
     }
 
-    /// Its SQL for PostgreSQL, built once per shape.
-    fn postgres_sql(self) -> &'static str {
-        static SQL: OnceLock<[String; 5]> = OnceLock::new();
-        self.sql(&SQL, DbBackend::Postgres)
-    }
-
-    /// Its SQL for `backend`, from `built`, which holds each shape's.
-    fn sql(self, built: &'static OnceLock<[String; 5]>, backend: DbBackend) -> &'static str {
-        let sql = built.get_or_init(|| {
-            let id = PetId::new(1);
-            let status = Some(PetStatus::Available);
-            [
-                Self::One(id),
-                Self::Page { status: None, after: None, count: 1 },
-                Self::Page { status, after: None, count: 1 },
-                Self::Page { status: None, after: Some(id), count: 1 },
-                Self::Page { status, after: Some(id), count: 1 },
-            ]
-            .map(|read| read.select().build(backend).sql)
-        });
-        &sql[self.shape()]
+    /// Its SQL for PostgreSQL, built once per shape and count. The count is written into the
+    /// SQL, not bound: given `LIMIT $n`, PostgreSQL plans a prepared statement again for
+    /// every execution (a plan for any limit would assume a tenth of the table), which cost
+    /// it about a quarter of its time for each page (docs/benchmarks.md). A count larger
+    /// than a page ever fetches is built for its read alone.
+    fn postgres_sql(self) -> Cow<'static, str> {
+        const KEPT: usize = PageSize::MAX as usize + 2;
+        static SQL: [[OnceLock<String>; 5]; KEPT] =
+            [const { [const { OnceLock::new() }; 5] }; KEPT];
+        let sql = || {
+            format!("{} LIMIT {}", self.unlimited().build(DbBackend::Postgres).sql, self.count())
+        };
+        match SQL.get(self.count()) {
+            Some(shapes) => Cow::Borrowed(shapes[self.shape()].get_or_init(sql)),
+            None => Cow::Owned(sql()),
+        }
     }
 
     /// The values its SQL binds, in their order.
@@ -144,15 +155,15 @@ impl PetRead {
         }
     }
 
-    /// The values its SQL binds on PostgreSQL, in their order.
+    /// The values its SQL binds on PostgreSQL, in their order: those on SQLite but the
+    /// count.
     fn postgres_values(self) -> Vec<PgValue> {
         match self {
-            Self::One(id) => vec![PgValue::Integer(id.get()), PgValue::Integer(1)],
-            Self::Page { status, after, count } => status
+            Self::One(id) => vec![PgValue::Integer(id.get())],
+            Self::Page { status, after, .. } => status
                 .map(|s| PgValue::Text(s.as_str()))
                 .into_iter()
                 .chain(after.map(|a| PgValue::Integer(a.get())))
-                .chain([PgValue::Integer(i64::try_from(count).unwrap_or(i64::MAX))])
                 .collect(),
         }
     }
@@ -217,6 +228,11 @@ pub(super) fn list_query(
     after: Option<PetId>,
     count: usize,
 ) -> sea_orm::Select<pet::Entity> {
+    filtered(status, after).limit(u64::try_from(count).unwrap_or(u64::MAX))
+}
+
+/// The pets after `after`, of `status` if given, by id.
+fn filtered(status: Option<PetStatus>, after: Option<PetId>) -> sea_orm::Select<pet::Entity> {
     let mut query = pet::Entity::find();
     if let Some(status) = status {
         query = query.filter(pet::Column::Status.eq(status.as_str()));
@@ -224,7 +240,7 @@ pub(super) fn list_query(
     if let Some(after) = after {
         query = query.filter(pet::Column::Id.gt(after.get()));
     }
-    query.order_by_asc(pet::Column::Id).limit(u64::try_from(count).unwrap_or(u64::MAX))
+    query.order_by_asc(pet::Column::Id)
 }
 
 #[async_trait]
@@ -278,6 +294,7 @@ mod tests {
                 after: Some(PetId::new(9)),
                 count: 3,
             },
+            PetRead::Page { status: None, after: None, count: 250 },
         ];
         for read in reads {
             let built = read.select().build(DbBackend::Sqlite);
@@ -293,12 +310,15 @@ mod tests {
                 read.values().iter().map(|v| owned(v.to_sql().expect("a value"))).collect();
             assert_eq!(bound, values, "{read:?}");
 
+            // On PostgreSQL the count is written into the SQL where SeaORM binds it last.
             let built = read.select().build(DbBackend::Postgres);
-            assert_eq!(read.postgres_sql(), built.sql, "{read:?}");
-            let values: Vec<Value> = built
-                .values
-                .map(|v| v.0)
-                .unwrap_or_default()
+            let mut values = built.values.map(|v| v.0).unwrap_or_default();
+            let limit = format!("LIMIT ${}", values.len());
+            let count = format!("LIMIT {}", read.count());
+            assert_eq!(read.postgres_sql(), built.sql.replace(&limit, &count), "{read:?}");
+            assert!(read.postgres_sql().ends_with(&count), "{read:?}");
+            assert_eq!(values.pop(), Some(sea_orm::Value::BigUnsigned(Some(read.count() as u64))));
+            let values: Vec<Value> = values
                 .into_iter()
                 .map(|value| match value {
                     sea_orm::Value::BigInt(Some(n)) => Value::Integer(n),

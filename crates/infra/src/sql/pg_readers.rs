@@ -39,8 +39,8 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 pub(super) const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
 /// How many statements a connection keeps prepared; past it, it forgets them all. The pet
-/// reads have six.
-const PREPARED: usize = 32;
+/// reads have about 400: each shape of a page for each page size.
+const PREPARED: usize = 1024;
 
 /// Shared PostgreSQL connections for reads. Cheap to clone: clones share the connections.
 #[derive(Clone)]
@@ -68,7 +68,7 @@ struct Slot {
 /// An open connection.
 struct Link {
     client: Client,
-    statements: Mutex<HashMap<&'static str, Statement>>,
+    statements: Mutex<HashMap<Box<str>, Statement>>,
     /// The reads it serves now.
     reads: AtomicUsize,
     /// When it last served a read.
@@ -99,7 +99,7 @@ impl PgReaders {
     /// the read's.
     pub(super) async fn query<T>(
         &self,
-        sql: &'static str,
+        sql: &str,
         params: &[&(dyn ToSql + Sync)],
         decode: impl Fn(&Row) -> Result<T, tokio_postgres::Error>,
     ) -> Result<Vec<T>, DbErr> {
@@ -221,7 +221,7 @@ impl Link {
     /// Runs `sql` on this connection, prepared once.
     async fn query(
         &self,
-        sql: &'static str,
+        sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
         let _reading = Reading::new(self);
@@ -234,7 +234,7 @@ impl Link {
             if statements.len() >= PREPARED {
                 statements.clear();
             }
-            statements.insert(sql, statement.clone());
+            statements.insert(sql.into(), statement.clone());
             statement
         };
         self.client.query(&statement, params).await
