@@ -86,10 +86,13 @@ enum PetRead {
 impl PetRead {
     /// The query, as SeaORM builds it.
     fn select(self) -> sea_orm::Select<pet::Entity> {
-        self.unlimited().limit(u64::try_from(self.count()).unwrap_or(u64::MAX))
+        match self {
+            Self::One(id) => pet::Entity::find_by_id(id.get()).limit(1),
+            Self::Page { status, after, count } => list_query(status, after, count),
+        }
     }
 
-    /// The query without its limit.
+    /// The query without its limit: [`select`](Self::select) but its last clause.
     fn unlimited(self) -> sea_orm::Select<pet::Entity> {
         match self {
             Self::One(id) => pet::Entity::find_by_id(id.get()),
