@@ -108,12 +108,13 @@ impl Connector {
     }
 
     /// PostgreSQL's connections for the pet reads, opened as they are needed: one for each
-    /// of the machine's cores, and at least two, which every read shares (see
+    /// of the machine's cores, two to eight, which every read shares (see
     /// [`pg_readers`](super::pg_readers)). On two cores, two served 8% to 27% more pages
-    /// than eight (docs/benchmarks.md).
+    /// than eight (docs/benchmarks.md); the cap keeps replicas on large machines within
+    /// PostgreSQL's default of 100 connections.
     pub(super) fn pg_readers(&self) -> Result<PgReaders, DbErr> {
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-        PgReaders::new(&self.url, cores.max(2), ACQUIRE_TIMEOUT)
+        PgReaders::new(&self.url, cores.clamp(2, 8), ACQUIRE_TIMEOUT)
     }
 
     /// One plain connection, opened and closed: the pool retries a failed connection until

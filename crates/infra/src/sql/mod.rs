@@ -167,7 +167,9 @@ impl Database {
                 PetReaders::Sqlite(Arc::new(threads))
             }
             Backend::Postgres => {
-                PetReaders::Postgres(connector.pg_readers().map_err(DatabaseError::Connect)?)
+                let pg_readers = connector.pg_readers().map_err(DatabaseError::Connect)?;
+                pg_readers.open().await.map_err(DatabaseError::Connect)?;
+                PetReaders::Postgres(pg_readers)
             }
         };
         let reachability = Reachability::new(readers.clone());

@@ -8,17 +8,16 @@
 //! prepares a statement once and keeps it (at most [`PREPARED`]), and rows are read by
 //! position, not by name.
 //!
-//! - A connection idle for [`PING_IF_IDLE_FOR`] or longer is pinged before a read uses it,
-//!   in case the server, a proxy or a firewall dropped it meanwhile; one the server closed is
-//!   replaced at once.
+//! - A connection with no read on it, idle for [`PING_IF_IDLE_FOR`] or longer, is pinged
+//!   before a read uses it, in case the server, a proxy or a firewall dropped it meanwhile;
+//!   one the server closed is replaced at once.
 //! - A read abandoned before its answer (the request was cancelled) leaves its connection in
 //!   step: the connection reads the rest of that answer and drops it.
 //! - A read that waits for a lock holds up the reads queued behind it on its connection, not
 //!   the others.
 //!
 //! The statements are the repository's own, built by SeaORM for PostgreSQL; the URL is read
-//! as the rest of the service reads it (sqlx's options, with `PGHOST`, `PGUSER`, `PGPASSWORD`
-//! and the like for what it leaves out).
+//! by sqlx, as the rest of the service reads it (see [`config`]).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -27,11 +26,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use percent_encoding::percent_decode_str;
+use sea_orm::sqlx::ConnectOptions as _;
 use sea_orm::sqlx::Error;
 use sea_orm::sqlx::error::{DatabaseError, ErrorKind};
 use sea_orm::sqlx::postgres::PgConnectOptions;
+use sea_orm::sqlx::postgres::PgSslMode;
 use sea_orm::{DbErr, RuntimeErr};
-use tokio_postgres::error::{DbError, SqlState};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::error::{DbError, Severity, SqlState};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
@@ -92,12 +95,11 @@ impl PgReaders {
         })))
     }
 
-    /// Runs `sql` with `params`, and turns each row into a value with `decode`. A connection
-    /// that served reads before and that the server closed (it terminated it, or restarted)
-    /// is replaced and the read tried again on the new one: a read can be repeated, and the
-    /// client need not see that failure. After a restart every connection fails at once, so
-    /// the tries are bounded by the number of connections, and a new connection's failure is
-    /// the read's.
+    /// Runs `sql` with `params`, and turns each row into a value with `decode`. When the
+    /// server closed the connection (it terminated it, or restarted), the connection is
+    /// replaced, and a read that did not open it itself is tried again on the new one: a read
+    /// can be repeated, and the client need not see that failure. A new connection's failure
+    /// is the read's.
     pub(super) async fn query<T>(
         &self,
         sql: &str,
@@ -129,6 +131,12 @@ impl PgReaders {
                 Err(err) => return Err(DbErr::Query(sqlx_error(err))),
             }
         }
+    }
+
+    /// Opens the first connection, so that one that cannot be opened (a wrong password, an
+    /// unknown database) is a start-up error.
+    pub(super) async fn open(&self) -> Result<(), DbErr> {
+        self.0.link(0).await.map(drop)
     }
 
     /// The open connections, and how many of them serve no read now.
@@ -186,7 +194,7 @@ impl Shared {
     /// idle and does not answer a ping.
     async fn usable(&self, slot: &Slot) -> Option<Arc<Link>> {
         let link = lock(&slot.link).clone().filter(|link| !link.client.is_closed())?;
-        if link.idle_for() < PING_IF_IDLE_FOR {
+        if link.reads.load(Ordering::Relaxed) > 0 || link.idle_for() < PING_IF_IDLE_FOR {
             return Some(link);
         }
         let ping = tokio::time::timeout(self.timeout, link.client.simple_query("")).await;
@@ -216,7 +224,11 @@ impl Shared {
             Ok(Ok(opened)) => opened,
             Ok(Err(err)) => return Err(DbErr::Conn(sqlx_error(err))),
             Err(_) => {
-                return Err(DbErr::Conn(RuntimeErr::SqlxError(Arc::new(Error::PoolTimedOut))));
+                let timed_out = std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("opening a connection took more than {:?}", self.timeout),
+                );
+                return Err(DbErr::Conn(RuntimeErr::SqlxError(Arc::new(Error::Io(timed_out)))));
             }
         };
         tokio::spawn(async move {
@@ -253,7 +265,18 @@ impl Link {
             statements.insert(sql.into(), statement.clone());
             statement
         };
-        self.client.query(&statement, params).await
+        let rows = self.client.query(&statement, params).await;
+        if let Err(err) = &rows
+            && err.code().is_some_and(|code| {
+                *code == SqlState::INVALID_SQL_STATEMENT_NAME
+                    || *code == SqlState::FEATURE_NOT_SUPPORTED
+            })
+        {
+            // The statement is gone from the server, or its plan no longer fits the schema
+            // ("cached plan must not change result type"): the next read prepares it anew.
+            lock(&self.statements).remove(sql);
+        }
+        rows
     }
 
     fn idle_for(&self) -> Duration {
@@ -267,6 +290,7 @@ struct Reading<'a>(&'a Link);
 impl<'a> Reading<'a> {
     fn new(link: &'a Link) -> Self {
         link.reads.fetch_add(1, Ordering::Relaxed);
+        *lock(&link.last_used) = Instant::now();
         Self(link)
     }
 }
@@ -286,15 +310,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// administrator, the server shutting down) or a `PANIC`. The connection may not have seen
 /// its end yet when the read gets the error.
 fn ends_the_connection(err: &tokio_postgres::Error) -> bool {
-    err.as_db_error().is_some_and(|err| matches!(err.severity(), "FATAL" | "PANIC"))
+    // The untranslated severity: the other is in the server's language.
+    err.as_db_error().is_some_and(|err| match err.parsed_severity() {
+        Some(severity) => matches!(severity, Severity::Fatal | Severity::Panic),
+        None => matches!(err.severity(), "FATAL" | "PANIC"),
+    })
 }
 
-/// tokio-postgres's configuration of `url`, with what the URL leaves out resolved as sqlx
-/// resolves it for the rest of the service.
+/// tokio-postgres's configuration of `url`, read by sqlx as the rest of the service reads it:
+/// its parameters, and what it leaves out from `PGHOST`, `PGUSER`, `PGPASSWORD`, `~/.pgpass`
+/// and the like. sqlx hands the password it resolved out only in a URL of its own.
 fn config(url: &str) -> Result<tokio_postgres::Config, Error> {
     let options = PgConnectOptions::from_str(url)?;
-    let given =
-        tokio_postgres::Config::from_str(url).map_err(|err| Error::Configuration(err.into()))?;
     let mut config = tokio_postgres::Config::new();
     match options.get_socket() {
         Some(directory) => config.host_path(directory),
@@ -304,10 +331,8 @@ fn config(url: &str) -> Result<tokio_postgres::Config, Error> {
     if let Some(database) = options.get_database() {
         config.dbname(database);
     }
-    if let Some(password) = given.get_password() {
-        config.password(password);
-    } else if let Ok(password) = std::env::var("PGPASSWORD") {
-        config.password(password);
+    if let Some(password) = options.to_url_lossy().password() {
+        config.password(percent_decode_str(password).collect::<Vec<u8>>());
     }
     if let Some(name) = options.get_application_name() {
         config.application_name(name);
@@ -315,15 +340,27 @@ fn config(url: &str) -> Result<tokio_postgres::Config, Error> {
     if let Some(settings) = options.get_options() {
         config.options(settings);
     }
+    config.ssl_mode(match options.get_ssl_mode() {
+        PgSslMode::Disable => SslMode::Disable,
+        PgSslMode::Allow | PgSslMode::Prefer => SslMode::Prefer,
+        PgSslMode::Require | PgSslMode::VerifyCa | PgSslMode::VerifyFull => SslMode::Require,
+    });
     Ok(config)
 }
 
 /// tokio-postgres's error as sqlx's, which the rest of the service classifies: the server's
-/// error with its SQLSTATE, or a failure of the connection as an I/O error.
+/// error with its SQLSTATE; a connection that failed or closed as an I/O error, which may
+/// pass; anything else (a value of the wrong type, say) as a decoding error, which will not.
 fn sqlx_error(err: tokio_postgres::Error) -> RuntimeErr {
-    let err = match err.as_db_error() {
-        Some(server) => Error::Database(Box::new(ServerError(server.clone()))),
-        None => Error::Io(std::io::Error::other(err)),
+    use std::error::Error as _;
+    let err = if let Some(server) = err.as_db_error() {
+        Error::Database(Box::new(ServerError(server.clone())))
+    } else if err.is_closed()
+        || err.source().is_some_and(<dyn std::error::Error>::is::<std::io::Error>)
+    {
+        Error::Io(std::io::Error::other(err))
+    } else {
+        Error::Decode(Box::new(err))
     };
     RuntimeErr::SqlxError(Arc::new(err))
 }
@@ -371,7 +408,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use sea_orm::DbErr;
-    use tokio_postgres::config::Host;
+    use tokio_postgres::config::{Host, SslMode};
 
     use super::{PgReaders, config};
 
@@ -390,6 +427,15 @@ mod tests {
             .expect("a configuration");
         assert_eq!(socket.get_hosts(), [Host::Unix(Path::new("/run/postgresql").to_owned())]);
         assert_eq!(socket.get_ports(), [5432]);
+
+        // The password up to the last `@`, as sqlx reads it; parameters only sqlx knows.
+        let sqlx_only = "postgres://animal:p@ss@db.internal/pets?sslmode=disable\
+                         &statement-cache-capacity=500&options[search_path]=app";
+        let sqlx_only = config(sqlx_only).expect("a configuration");
+        assert_eq!(sqlx_only.get_password(), Some(&b"p@ss"[..]));
+        assert_eq!(sqlx_only.get_hosts(), [Host::Tcp("db.internal".to_owned())]);
+        assert_eq!(sqlx_only.get_ssl_mode(), SslMode::Disable);
+        assert_eq!(sqlx_only.get_options(), Some("-c search_path=app"));
     }
 
     /// A server that accepts connections and never answers: each open times out. The reads
