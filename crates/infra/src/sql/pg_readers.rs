@@ -42,7 +42,7 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 pub(super) const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
 /// How many statements a connection keeps prepared; past it, it forgets them all. The pet
-/// reads have about 400: each shape of a page for each page size.
+/// reads have about 800: each shape, status and size of a page.
 const PREPARED: usize = 1024;
 
 /// Shared PostgreSQL connections for reads. Cheap to clone: clones share the connections.
