@@ -9,7 +9,7 @@
 //!   and the readiness check use a pool of up to four async readers. WAL lets them all read
 //!   beside the writer, whose connections write one at a time (`sqlite_writes.rs`).
 //! - PostgreSQL: pets are read on a few connections that every read shares, one for each
-//!   core (`pg_readers.rs`); keys and the readiness check use a pool of up to four; one
+//!   core (`pg_readers/`); keys and the readiness check use a pool of up to four; one
 //!   writer connection.
 //!
 //! Migrations are applied one process at a time, under a lock held in the database

@@ -144,7 +144,8 @@ impl PetRead {
     /// ever fetches is built for its read alone.
     fn postgres_sql(self) -> Cow<'static, str> {
         const KEPT: usize = PageSize::MAX as usize + 2;
-        const SHAPES: usize = 3 + 2 * PetStatus::ALL.len();
+        // One by id; then a page by its status (none, or one of them) and cursor.
+        const SHAPES: usize = 1 + 2 * (1 + PetStatus::ALL.len());
         static SQL: [[OnceLock<String>; SHAPES]; KEPT] =
             [const { [const { OnceLock::new() }; SHAPES] }; KEPT];
         let sql = || {
@@ -153,10 +154,9 @@ impl PetRead {
         };
         let shape = match self {
             Self::One(_) => 0,
-            Self::Page { status: None, after, .. } => 1 + usize::from(after.is_some()),
-            Self::Page { status: Some(status), after, .. } => {
-                let status = PetStatus::ALL.iter().position(|s| *s == status).unwrap_or_default();
-                3 + 2 * status + usize::from(after.is_some())
+            Self::Page { status, after, .. } => {
+                let status = status.and_then(|s| PetStatus::ALL.iter().position(|a| *a == s));
+                1 + 2 * status.map_or(0, |index| index + 1) + usize::from(after.is_some())
             }
         };
         match SQL.get(self.count()) {
@@ -282,7 +282,12 @@ mod tests {
             },
             PetRead::Page { status: None, after: None, count: 250 },
         ];
-        for read in reads {
+        // Every shape at one count, so that no two share a statement kept for another.
+        let shapes = [None, Some(PetId::new(5))].into_iter().flat_map(|after| {
+            let statuses = PetStatus::ALL.map(Some).into_iter().chain([None]);
+            statuses.map(move |status| PetRead::Page { status, after, count: 21 })
+        });
+        for read in reads.into_iter().chain(shapes) {
             let built = read.select().build(DbBackend::Sqlite);
             assert_eq!(read.sqlite_sql(), built.sql, "{read:?}");
             let values: Vec<Value> = built

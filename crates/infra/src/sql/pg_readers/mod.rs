@@ -19,24 +19,22 @@
 //! The statements are the repository's own, built by SeaORM for PostgreSQL; the URL is read
 //! by sqlx, as the rest of the service reads it (see [`config`]).
 
-use std::borrow::Cow;
+mod config;
+mod errors;
+
 use std::collections::HashMap;
-use std::str::FromStr as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use percent_encoding::percent_decode_str;
-use sea_orm::sqlx::ConnectOptions as _;
+use sea_orm::DbErr;
 use sea_orm::sqlx::Error;
-use sea_orm::sqlx::error::{DatabaseError, ErrorKind};
-use sea_orm::sqlx::postgres::PgConnectOptions;
-use sea_orm::sqlx::postgres::PgSslMode;
-use sea_orm::{DbErr, RuntimeErr};
-use tokio_postgres::config::SslMode;
-use tokio_postgres::error::{DbError, Severity, SqlState};
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
+
+use config::config;
+use errors::{connection_error, ends_the_connection, sqlx_error};
 
 /// A connection idle for this long is pinged before a read uses it.
 pub(super) const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
@@ -69,6 +67,16 @@ struct Slot {
     opening: tokio::sync::Mutex<Option<(Instant, DbErr)>>,
 }
 
+impl Slot {
+    /// Forgets this slot's connection if it is still `link`.
+    fn forget(&self, link: &Arc<Link>) {
+        let mut current = lock(&self.link);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, link)) {
+            current.take();
+        }
+    }
+}
+
 /// An open connection.
 struct Link {
     client: Client,
@@ -83,8 +91,7 @@ impl PgReaders {
     /// Up to `size` connections to `url`, opened as reads need them. Opening one, or pinging
     /// one, gives up after `timeout`.
     pub(super) fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, DbErr> {
-        let config =
-            config(url).map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?;
+        let config = config(url).map_err(connection_error)?;
         let slots = (0..size.max(1)).map(|_| Slot::default()).collect();
         Ok(Self(Arc::new(Shared {
             config,
@@ -122,7 +129,7 @@ impl PgReaders {
                         .map_err(|err| DbErr::Type(format!("a row read from PostgreSQL: {err}")));
                 }
                 Err(err) if link.client.is_closed() || ends_the_connection(&err) => {
-                    shared.forget(slot, &link);
+                    shared.slots[slot].forget(&link);
                     if opened || tries == 0 {
                         return Err(DbErr::Query(sqlx_error(err)));
                     }
@@ -160,7 +167,7 @@ impl Shared {
     /// The open connection of `slot`, opened now if there is none, and whether it was.
     async fn link(&self, slot: usize) -> Result<(Arc<Link>, bool), DbErr> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(DbErr::Conn(RuntimeErr::SqlxError(Arc::new(Error::PoolClosed))));
+            return Err(connection_error(Error::PoolClosed));
         }
         let slot = &self.slots[slot];
         if let Some(link) = self.usable(slot).await {
@@ -202,19 +209,8 @@ impl Shared {
             *lock(&link.last_used) = Instant::now();
             return Some(link);
         }
-        let mut current = lock(&slot.link);
-        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &link)) {
-            current.take();
-        }
+        slot.forget(&link);
         None
-    }
-
-    /// Forgets the connection of `slot` if it is still `link`.
-    fn forget(&self, slot: usize, link: &Arc<Link>) {
-        let mut current = lock(&self.slots[slot].link);
-        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, link)) {
-            current.take();
-        }
     }
 
     /// Opens a connection, and drives it on a task of its own until it closes.
@@ -228,7 +224,7 @@ impl Shared {
                     std::io::ErrorKind::TimedOut,
                     format!("opening a connection took more than {:?}", self.timeout),
                 );
-                return Err(DbErr::Conn(RuntimeErr::SqlxError(Arc::new(Error::Io(timed_out)))));
+                return Err(connection_error(Error::Io(timed_out)));
             }
         };
         tokio::spawn(async move {
@@ -306,137 +302,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether the server ends the connection with this error: a `FATAL` (terminated by an
-/// administrator, the server shutting down) or a `PANIC`. The connection may not have seen
-/// its end yet when the read gets the error.
-fn ends_the_connection(err: &tokio_postgres::Error) -> bool {
-    // The untranslated severity: the other is in the server's language.
-    err.as_db_error().is_some_and(|err| match err.parsed_severity() {
-        Some(severity) => matches!(severity, Severity::Fatal | Severity::Panic),
-        None => matches!(err.severity(), "FATAL" | "PANIC"),
-    })
-}
-
-/// tokio-postgres's configuration of `url`, read by sqlx as the rest of the service reads it:
-/// its parameters, and what it leaves out from `PGHOST`, `PGUSER`, `PGPASSWORD`, `~/.pgpass`
-/// and the like. sqlx hands the password it resolved out only in a URL of its own.
-fn config(url: &str) -> Result<tokio_postgres::Config, Error> {
-    let options = PgConnectOptions::from_str(url)?;
-    let mut config = tokio_postgres::Config::new();
-    match options.get_socket() {
-        Some(directory) => config.host_path(directory),
-        None => config.host(options.get_host()),
-    };
-    config.port(options.get_port()).user(options.get_username());
-    if let Some(database) = options.get_database() {
-        config.dbname(database);
-    }
-    if let Some(password) = options.to_url_lossy().password() {
-        config.password(percent_decode_str(password).collect::<Vec<u8>>());
-    }
-    if let Some(name) = options.get_application_name() {
-        config.application_name(name);
-    }
-    if let Some(settings) = options.get_options() {
-        config.options(settings);
-    }
-    config.ssl_mode(match options.get_ssl_mode() {
-        PgSslMode::Disable => SslMode::Disable,
-        PgSslMode::Allow | PgSslMode::Prefer => SslMode::Prefer,
-        PgSslMode::Require | PgSslMode::VerifyCa | PgSslMode::VerifyFull => SslMode::Require,
-    });
-    Ok(config)
-}
-
-/// tokio-postgres's error as sqlx's, which the rest of the service classifies: the server's
-/// error with its SQLSTATE; a connection that failed or closed as an I/O error, which may
-/// pass; anything else (a value of the wrong type, say) as a decoding error, which will not.
-fn sqlx_error(err: tokio_postgres::Error) -> RuntimeErr {
-    use std::error::Error as _;
-    let err = if let Some(server) = err.as_db_error() {
-        Error::Database(Box::new(ServerError(server.clone())))
-    } else if err.is_closed()
-        || err.source().is_some_and(<dyn std::error::Error>::is::<std::io::Error>)
-    {
-        Error::Io(std::io::Error::other(err))
-    } else {
-        Error::Decode(Box::new(err))
-    };
-    RuntimeErr::SqlxError(Arc::new(err))
-}
-
-/// An error the server answered, as sqlx's database error.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct ServerError(DbError);
-
-impl DatabaseError for ServerError {
-    fn message(&self) -> &str {
-        self.0.message()
-    }
-
-    fn code(&self) -> Option<Cow<'_, str>> {
-        Some(Cow::Borrowed(self.0.code().code()))
-    }
-
-    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
-        self
-    }
-
-    fn kind(&self) -> ErrorKind {
-        match self.0.code() {
-            code if *code == SqlState::UNIQUE_VIOLATION => ErrorKind::UniqueViolation,
-            code if *code == SqlState::FOREIGN_KEY_VIOLATION => ErrorKind::ForeignKeyViolation,
-            code if *code == SqlState::NOT_NULL_VIOLATION => ErrorKind::NotNullViolation,
-            code if *code == SqlState::CHECK_VIOLATION => ErrorKind::CheckViolation,
-            _ => ErrorKind::Other,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
     use std::time::{Duration, Instant};
 
     use sea_orm::DbErr;
-    use tokio_postgres::config::{Host, SslMode};
 
-    use super::{PgReaders, config};
-
-    #[test]
-    fn a_url_is_read_as_the_rest_of_the_service_reads_it() {
-        let url = "postgres://animal:s%40cret@db.internal:5433/pets?application_name=store";
-        let tcp = config(url).expect("a configuration");
-        assert_eq!(tcp.get_hosts(), [Host::Tcp("db.internal".to_owned())]);
-        assert_eq!(tcp.get_ports(), [5433]);
-        assert_eq!(tcp.get_user(), Some("animal"));
-        assert_eq!(tcp.get_password(), Some(&b"s@cret"[..]));
-        assert_eq!(tcp.get_dbname(), Some("pets"));
-        assert_eq!(tcp.get_application_name(), Some("store"));
-
-        let socket = config("postgres://animal@localhost/pets?host=/run/postgresql")
-            .expect("a configuration");
-        assert_eq!(socket.get_hosts(), [Host::Unix(Path::new("/run/postgresql").to_owned())]);
-        assert_eq!(socket.get_ports(), [5432]);
-
-        // The password up to the last `@`, as sqlx reads it; parameters only sqlx knows.
-        let sqlx_only = "postgres://animal:p@ss@db.internal/pets?sslmode=disable\
-                         &statement-cache-capacity=500&options[search_path]=app";
-        let sqlx_only = config(sqlx_only).expect("a configuration");
-        assert_eq!(sqlx_only.get_password(), Some(&b"p@ss"[..]));
-        assert_eq!(sqlx_only.get_hosts(), [Host::Tcp("db.internal".to_owned())]);
-        assert_eq!(sqlx_only.get_ssl_mode(), SslMode::Disable);
-        assert_eq!(sqlx_only.get_options(), Some("-c search_path=app"));
-    }
+    use super::PgReaders;
 
     /// A server that accepts connections and never answers: each open times out. The reads
     /// that waited for one open fail with its failure, instead of timing out one after
@@ -455,10 +327,5 @@ mod tests {
         let took = started.elapsed();
         assert!(took < timeout * 3, "the reads took {took:?}");
         drop(silent);
-    }
-
-    #[test]
-    fn a_url_that_cannot_be_read_is_refused() {
-        assert!(config("postgres://animal@localhost:notaport/pets").is_err());
     }
 }
