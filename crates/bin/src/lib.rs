@@ -17,6 +17,7 @@ mod descriptors;
 mod exporter;
 mod fixtures;
 mod keys;
+pub mod logs;
 mod ready_file;
 mod schema;
 mod serve;
@@ -25,7 +26,7 @@ mod stores;
 pub mod testkit;
 pub mod wiring;
 
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use cli::{Cli, Command};
@@ -44,11 +45,16 @@ pub fn main() -> ExitCode {
     if let Some(Command::Config(args)) = &cli.command {
         return config::run(&cli, args, &matches);
     }
-    init_tracing(cli.log_format);
+    logs::init(cli.log_format);
     // A panic (a bug) is logged like any other error, inside the span of the request that hit
     // it; the server goes on serving.
     std::panic::set_hook(Box::new(|panic| tracing::error!(%panic, "panic")));
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(logs::flush_thread)
+        .on_thread_stop(logs::flush_thread)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => return fail(&Failure::Startup(err.into())),
     };
@@ -178,14 +184,4 @@ fn one_line(err: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
-}
-
-fn init_tracing(format: cli::LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        cli::LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
-        cli::LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
-    }
 }
