@@ -8,12 +8,12 @@
 //! number of series is therefore fixed, whatever clients send.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use metrics::{
-    Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge,
-    histogram,
+    Counter, Gauge, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram,
+    gauge, histogram,
 };
 use poem::http::{Method, StatusCode};
 
@@ -58,11 +58,14 @@ pub enum Outcome {
     /// Refused because the shared counters could not be reached (`--limiter-failure closed`).
     StoreUnavailable,
     /// Answered 503 because the key store could not tell whether the key is valid: counted
-    /// against nothing.
+    /// against nothing. The last outcome: [`Outcome::COUNT`] counts up to it.
     KeyStoreUnavailable,
 }
 
 impl Outcome {
+    /// How many outcomes there are: each one's `as usize` is below it.
+    const COUNT: usize = Self::KeyStoreUnavailable as usize + 1;
+
     fn label(self) -> &'static str {
         match self {
             Self::Admitted => "admitted",
@@ -86,11 +89,6 @@ pub fn describe() {
         ACCEPT_BACKOFFS,
         "Pauses of 100 ms of the accept loop, out of file descriptors or memory."
     );
-}
-
-/// Counts a rate-limit decision.
-pub fn decided(outcome: Outcome) {
-    counter!(RATE_LIMIT_DECISIONS, "outcome" => outcome.label()).increment(1);
 }
 
 /// The `http_request_method` label: the method, or `_OTHER` for one outside the standard
@@ -121,9 +119,18 @@ type SeriesKey = (&'static str, Option<usize>, u16);
 pub struct RequestMetrics {
     histograms: RwLock<HashMap<SeriesKey, Histogram>>,
     active: RwLock<HashMap<&'static str, Gauge>>,
+    /// The counter of each rate-limit decision's outcome, by [`Outcome`]'s position.
+    decisions: [OnceLock<Counter>; Outcome::COUNT],
 }
 
 impl RequestMetrics {
+    /// Counts a rate-limit decision.
+    pub fn decided(&self, outcome: Outcome) {
+        self.decisions[outcome as usize]
+            .get_or_init(|| counter!(RATE_LIMIT_DECISIONS, "outcome" => outcome.label()))
+            .increment(1);
+    }
+
     /// The gauge of active requests of `method`.
     pub fn active(&self, method: &'static str) -> Gauge {
         let found = self.active.read().unwrap_or_else(PoisonError::into_inner).get(method).cloned();

@@ -14,7 +14,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::rate_limit::KeyWindows;
 use crate::routes::Resolved;
 use crate::state::AppState;
-use crate::telemetry::{self, Outcome};
+use crate::telemetry::{Outcome, RequestMetrics};
 use crate::{auth, rate_limit};
 
 /// Finds the caller's key, counts the request against it (or against the client
@@ -52,7 +52,9 @@ pub async fn guard(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Respons
     let Ok(decided) = tokio::time::timeout(limit, decide(&state, &req)).await else {
         return Ok(super::timeout::timed_out(limit));
     };
-    telemetry::decided(decided.outcome());
+    if let Some(metrics) = req.data::<Arc<RequestMetrics>>() {
+        metrics.decided(decided.outcome());
+    }
     let Decided { key, mut decision, refusal, windows, subject, .. } = decided;
     if let Some(windows) = windows {
         req.extensions_mut().insert(KeyWindows(windows));

@@ -32,7 +32,18 @@ fn client_request_id(req: &Request) -> Option<String> {
 /// The id of a request, for its `X-Request-Id` and its log line: the client's own when
 /// valid, a new one otherwise.
 pub fn request_id(req: &Request) -> String {
-    client_request_id(req).unwrap_or_else(|| format!("{:016x}", rand::random::<u64>()))
+    client_request_id(req).unwrap_or_else(new_request_id)
+}
+
+/// A new request id: 16 lowercase hexadecimal digits of a random number, written digit by
+/// digit (`format!` took a third of a line's cost of the id).
+fn new_request_id() -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let random = rand::random::<u64>();
+    (0..16)
+        .rev()
+        .map(|nibble| char::from(DIGITS[((random >> (nibble * 4)) & 0xf) as usize]))
+        .collect()
 }
 
 /// Gives the request an id ([`request_id`], sent back as `X-Request-Id`), a span with its
@@ -83,6 +94,17 @@ mod tests {
 
     fn id(value: &str) -> Option<String> {
         client_request_id(&Request::builder().header("x-request-id", value).finish())
+    }
+
+    #[test]
+    fn a_new_id_is_16_lowercase_hexadecimal_digits() {
+        let ids: Vec<String> = (0..64).map(|_| new_request_id()).collect();
+        for id in &ids {
+            assert_eq!(id.len(), 16, "{id}");
+            assert!(id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{id}");
+        }
+        let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
     }
 
     #[test]
