@@ -58,13 +58,25 @@ pub enum Outcome {
     /// Refused because the shared counters could not be reached (`--limiter-failure closed`).
     StoreUnavailable,
     /// Answered 503 because the key store could not tell whether the key is valid: counted
-    /// against nothing. The last outcome: [`Outcome::COUNT`] counts up to it.
+    /// against nothing.
     KeyStoreUnavailable,
 }
 
 impl Outcome {
-    /// How many outcomes there are: each one's `as usize` is below it.
-    const COUNT: usize = Self::KeyStoreUnavailable as usize + 1;
+    /// How many outcomes there are: each one's [`Outcome::index`] is below it.
+    const COUNT: usize = 6;
+
+    /// The outcome's place among the [`Outcome::COUNT`].
+    fn index(self) -> usize {
+        match self {
+            Self::Admitted => 0,
+            Self::Limited => 1,
+            Self::Suspended => 2,
+            Self::AddressLimited => 3,
+            Self::StoreUnavailable => 4,
+            Self::KeyStoreUnavailable => 5,
+        }
+    }
 
     fn label(self) -> &'static str {
         match self {
@@ -126,9 +138,12 @@ pub struct RequestMetrics {
 impl RequestMetrics {
     /// Counts a rate-limit decision.
     pub fn decided(&self, outcome: Outcome) {
-        self.decisions[outcome as usize]
-            .get_or_init(|| counter!(RATE_LIMIT_DECISIONS, "outcome" => outcome.label()))
-            .increment(1);
+        let register = || counter!(RATE_LIMIT_DECISIONS, "outcome" => outcome.label());
+        match self.decisions.get(outcome.index()) {
+            Some(counter) => counter.get_or_init(register).increment(1),
+            // An outcome without a place: found in the registry each time, still counted.
+            None => register().increment(1),
+        }
     }
 
     /// The gauge of active requests of `method`.

@@ -62,6 +62,8 @@ pub fn main() -> ExitCode {
     // The work is done and the database closed: a task of a library that does not end
     // must not keep the process alive.
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    // Lines a runtime thread still kept, one the shutdown did not wait for.
+    logs::flush_all();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => fail(&failure),

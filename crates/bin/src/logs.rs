@@ -5,21 +5,23 @@
 //!
 //! - **Text without colours** (stderr not a terminal) is written by [`Line`] and [`Fields`],
 //!   which write exactly what tracing-subscriber's default format writes with no colours,
-//!   the timestamp's date and time of day formatted once a second and numbers without
+//!   the timestamp's date and time of day formatted once a second and integers without
 //!   `core::fmt`. A terminal gets tracing-subscriber's own format, colours and all.
-//! - **The runtime's threads write their `INFO` lines and below in batches** ([`Stderr`]):
-//!   each keeps its lines until it is about to wait for work (the runtime's `on_thread_park`,
-//!   [`flush_thread`]), holds [`BATCH`] bytes, writes a `WARN` or `ERROR` line, or stops. A
-//!   line is thus written once its thread has nothing more to do at once, in one `write`
-//!   with the lines beside it, and the order of a thread's lines is kept. Every other
-//!   thread, and every `WARN` and `ERROR` line, is written at once.
+//! - **The runtime's threads write their `INFO` lines and below in batches**: each keeps its
+//!   lines, up to [`BATCH`] bytes, until it is about to wait for work (the runtime's
+//!   `on_thread_park`, [`flush_thread`]), writes a `WARN` or `ERROR` line, or stops; a
+//!   thread of its own writes what they kept every [`FLUSH_EVERY`] ([`flush_all`]), so that
+//!   a thread that stays busy holds no line longer. A thread's lines keep their order;
+//!   every other thread, and every `WARN` and `ERROR` line, is written at once.
+//!
+//! No line or batch is cut by another's: see [`write_out`].
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::fs::File;
 use std::io::{self, IsTerminal as _, Write as _};
-use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, Once, OnceLock, PoisonError, RwLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -35,14 +37,18 @@ use crate::cli::LogFormat;
 const DEFAULT_FILTER: &str = "info,sea_orm_migration=warn";
 
 /// The most a runtime thread keeps before it writes them: a pipe's atomic write
-/// (`PIPE_BUF`), so that a batch reaches a pipe whole, between other writers' lines.
+/// (`PIPE_BUF`), so that a batch reaches a pipe whole, between other processes' lines.
 pub const BATCH: usize = 4096;
+
+/// How often the lines the runtime's threads kept are written, at the latest.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// Starts the log in `format`, filtered by `RUST_LOG` or [`DEFAULT_FILTER`].
 pub fn init(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(Stderr::get());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(Stderr);
+    start_flushing();
     match format {
         LogFormat::Text if io::stderr().is_terminal() => logs.with_ansi(true).init(),
         LogFormat::Text => logs.with_ansi(false).fmt_fields(Fields).event_format(Line).init(),
@@ -50,87 +56,138 @@ pub fn init(format: LogFormat) {
     }
 }
 
-/// Stderr, written without the lock of `std::io::Stderr` (each write is one whole line or
-/// batch), and batched on the runtime's threads (see the module's documentation).
-#[derive(Clone, Copy)]
-pub struct Stderr(&'static File);
-
-impl Stderr {
-    /// The process's stderr; on the rare system where it cannot be duplicated, `/dev/null`
-    /// stands in, as for a process started with stderr closed.
-    fn get() -> Self {
-        static FILE: OnceLock<File> = OnceLock::new();
-        Self(FILE.get_or_init(|| {
-            use std::os::fd::AsFd as _;
-            io::stderr()
-                .as_fd()
-                .try_clone_to_owned()
-                .map(File::from)
-                .or_else(|_| File::options().write(true).open("/dev/null"))
-                .expect("neither stderr nor /dev/null can be opened for the log")
-        }))
+/// Writes `bytes` to stderr, none when empty; a log that cannot be written is not worth
+/// failing over. Up to [`BATCH`] bytes take one `write`, whole on a pipe (`PIPE_BUF`) or a
+/// file, with no lock but a shared one beside the other writes; a longer line takes that
+/// lock alone, so that no other write lands between its parts. `std::io::Stderr`'s own lock
+/// is not taken, so that short writes never wait for one another.
+fn write_out(bytes: &[u8]) {
+    static WRITES: RwLock<()> = RwLock::new(());
+    static STDERR: OnceLock<Option<File>> = OnceLock::new();
+    if bytes.is_empty() {
+        return;
+    }
+    let stderr = STDERR.get_or_init(|| {
+        use std::os::fd::AsFd as _;
+        io::stderr().as_fd().try_clone_to_owned().map(File::from).ok()
+    });
+    let Some(mut stderr) = stderr.as_ref() else {
+        // Stderr could not be duplicated: written through its own handle.
+        let _ = io::stderr().write_all(bytes);
+        return;
+    };
+    if bytes.len() <= BATCH {
+        let _beside_others = WRITES.read().unwrap_or_else(PoisonError::into_inner);
+        let _ = stderr.write_all(bytes);
+    } else {
+        let _alone = WRITES.write().unwrap_or_else(PoisonError::into_inner);
+        let _ = stderr.write_all(bytes);
     }
 }
 
-/// The lines a runtime thread keeps, from the first time it waited for work.
-struct Batch {
-    lines: Vec<u8>,
-    /// Whether the thread batches its lines: a runtime thread once it has waited for work.
-    on: bool,
-}
+/// The lines one runtime thread keeps; the thread adds to them, [`flush_all`] writes them
+/// too.
+#[derive(Default)]
+struct Batch(Mutex<Vec<u8>>);
 
 impl Batch {
-    /// Takes one whole `line`: kept when `keep` and the batch is on, after writing the lines
-    /// kept so far to `out` if it does not fit beside them; otherwise written to `out` after
-    /// them.
-    fn take(&mut self, line: &[u8], keep: bool, mut out: impl FnMut(&[u8])) {
-        let keep = keep && self.on && line.len() <= BATCH;
-        if !keep || self.lines.len() + line.len() > BATCH {
-            out(&self.lines);
-            self.lines.clear();
-        }
-        if keep {
-            self.lines.extend_from_slice(line);
-        } else {
-            out(line);
-        }
+    fn lines(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes the lines kept so far.
+    fn write(&self) {
+        let mut lines = self.lines();
+        write_out(&lines);
+        lines.clear();
     }
 }
 
-impl Drop for Batch {
+/// Takes one whole `line` into `lines`: kept when `keep` and it fits in a batch, after
+/// writing the lines kept so far to `out` if it does not fit beside them; otherwise written
+/// to `out` after them.
+fn take(lines: &mut Vec<u8>, line: &[u8], keep: bool, mut out: impl FnMut(&[u8])) {
+    let keep = keep && line.len() <= BATCH;
+    if !keep || lines.len() + line.len() > BATCH {
+        out(lines);
+        lines.clear();
+    }
+    if keep {
+        lines.extend_from_slice(line);
+    } else {
+        out(line);
+    }
+}
+
+/// Every runtime thread's batch, for [`flush_all`]; a thread that ended leaves its entry
+/// dead, and the next [`flush_all`] drops it.
+static BATCHES: Mutex<Vec<Weak<Batch>>> = Mutex::new(Vec::new());
+
+/// A runtime thread's own batch, written when the thread ends.
+struct Owned(Arc<Batch>);
+
+impl Drop for Owned {
     fn drop(&mut self) {
-        write_out(&self.lines);
+        self.0.write();
     }
 }
 
 thread_local! {
-    static BATCH_OF_THREAD: RefCell<Batch> = const {
-        RefCell::new(Batch { lines: Vec::new(), on: false })
-    };
+    /// The thread's batch, from the first time it waited for work: a runtime thread's.
+    static BATCH_OF_THREAD: RefCell<Option<Owned>> = const { RefCell::new(None) };
 }
 
-/// Writes `bytes` to stderr, none when empty; a log that cannot be written is not worth
-/// failing over.
-fn write_out(bytes: &[u8]) {
-    if !bytes.is_empty() {
-        let _ = Stderr::get().0.write_all(bytes);
-    }
-}
-
-/// Writes the lines this thread kept, and has it keep its `INFO` lines from now on: called
-/// by a runtime thread about to wait for work (`on_thread_park`) and about to stop.
+/// Writes the lines this thread kept, and has it keep its `INFO` lines and below from now
+/// on: called by a runtime thread about to wait for work (`on_thread_park`) and about to
+/// stop.
 pub fn flush_thread() {
-    let _ = BATCH_OF_THREAD.try_with(|batch| {
-        if let Ok(mut batch) = batch.try_borrow_mut() {
-            batch.on = true;
-            write_out(&batch.lines);
-            batch.lines.clear();
+    let _ = BATCH_OF_THREAD.try_with(|slot| {
+        let Ok(mut slot) = slot.try_borrow_mut() else { return };
+        if let Some(owned) = slot.as_ref() {
+            owned.0.write();
+        } else {
+            let batch = Arc::new(Batch::default());
+            BATCHES.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&batch));
+            *slot = Some(Owned(batch));
         }
     });
 }
 
-/// One event's line: kept in the thread's batch when `keep`, written at once otherwise
-/// (after the thread's batch, so that its lines stay in order).
+/// Writes the lines every runtime thread kept: each [`FLUSH_EVERY`], and before the process
+/// ends.
+pub fn flush_all() {
+    let batches: Vec<Arc<Batch>> = {
+        let mut batches = BATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+        batches.retain(|batch| batch.strong_count() > 0);
+        batches.iter().filter_map(Weak::upgrade).collect()
+    };
+    for batch in batches {
+        batch.write();
+    }
+}
+
+/// Starts, once, the thread that writes the batches each [`FLUSH_EVERY`]. Without it (the
+/// system refused a thread, or a test's process) the batches are still written when their
+/// threads wait for work or end.
+fn start_flushing() {
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
+        let flusher = || {
+            loop {
+                std::thread::sleep(FLUSH_EVERY);
+                flush_all();
+            }
+        };
+        let _ = std::thread::Builder::new().name("log-flusher".to_owned()).spawn(flusher);
+    });
+}
+
+/// Stderr for the log (see the module's documentation).
+#[derive(Clone, Copy)]
+struct Stderr;
+
+/// One event's line: kept in the thread's batch when `keep` and the thread has one,
+/// written at once otherwise (after the thread's batch, so that its lines stay in order).
 pub struct LineWriter {
     keep: bool,
 }
@@ -142,12 +199,11 @@ impl io::Write for LineWriter {
     }
 
     fn write_all(&mut self, line: &[u8]) -> io::Result<()> {
-        let taken = BATCH_OF_THREAD.try_with(|batch| match batch.try_borrow_mut() {
-            Ok(mut batch) => {
-                batch.take(line, self.keep, write_out);
-                true
-            }
-            Err(_) => false,
+        let taken = BATCH_OF_THREAD.try_with(|slot| {
+            let Ok(slot) = slot.try_borrow() else { return false };
+            let Some(owned) = slot.as_ref() else { return false };
+            take(&mut owned.0.lines(), line, self.keep, write_out);
+            true
         });
         if taken != Ok(true) {
             write_out(line);
@@ -198,7 +254,9 @@ where
             Level::ERROR => " ERROR ",
         })?;
         if let Some(scope) = ctx.event_scope() {
+            let mut seen = false;
             for span in scope.from_root() {
+                seen = true;
                 writer.write_str(span.metadata().name())?;
                 if let Some(fields) = span.extensions().get::<FormattedFields<N>>()
                     && !fields.is_empty()
@@ -209,7 +267,9 @@ where
                 }
                 writer.write_char(':')?;
             }
-            writer.write_char(' ')?;
+            if seen {
+                writer.write_char(' ')?;
+            }
         }
         writer.write_str(meta.target())?;
         writer.write_str(": ")?;
@@ -225,22 +285,28 @@ fn write_timestamp(writer: &mut Writer<'_>, now: SystemTime) -> fmt::Result {
         static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
     }
     let Ok(since_epoch) = now.duration_since(UNIX_EPOCH) else {
-        return writer.write_str("<unknown time>");
+        return write_timestamp_whole(writer, now);
     };
     let seconds = since_epoch.as_secs();
-    SECOND.with_borrow_mut(|(second, text)| {
-        if *second != seconds {
+    let head = SECOND.try_with(|second| {
+        let Ok(mut second) = second.try_borrow_mut() else { return Ok(false) };
+        if second.0 != seconds {
             let Some(time) =
                 i64::try_from(seconds).ok().and_then(|s| chrono::DateTime::from_timestamp(s, 0))
             else {
-                return writer.write_str("<unknown time>");
+                return Ok(false);
             };
-            text.clear();
-            write!(text, "{}", time.format("%Y-%m-%dT%H:%M:%S."))?;
-            *second = seconds;
+            second.1.clear();
+            write!(second.1, "{}", time.format("%Y-%m-%dT%H:%M:%S."))?;
+            second.0 = seconds;
         }
-        writer.write_str(text)
-    })?;
+        writer.write_str(&second.1).map(|()| true)
+    });
+    match head {
+        Ok(Ok(true)) => {}
+        Ok(Err(err)) => return Err(err),
+        Ok(Ok(false)) | Err(_) => return write_timestamp_whole(writer, now),
+    }
     let mut digits = itoa::Buffer::new();
     let micros = digits.format(since_epoch.subsec_micros());
     for _ in micros.len()..6 {
@@ -250,9 +316,17 @@ fn write_timestamp(writer: &mut Writer<'_>, now: SystemTime) -> fmt::Result {
     writer.write_char('Z')
 }
 
+/// The timestamp formatted whole, for a time before 1970 or a thread whose own second is
+/// gone (it is ending).
+fn write_timestamp_whole(writer: &mut Writer<'_>, now: SystemTime) -> fmt::Result {
+    let time = chrono::DateTime::<chrono::Utc>::from(now);
+    write!(writer, "{}", time.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+}
+
 /// Fields as tracing-subscriber's `DefaultFields` writes them with no colours
-/// (`name=value`, a space between two, a message bare), the numbers, strings and values
-/// written at once, and the message and errors by `DefaultFields`'s own visitor.
+/// (`name=value`, a space between two, a message bare): integers and booleans written
+/// without `core::fmt`, strings and other values with their `Debug` at once, and the
+/// message and errors by `DefaultFields`'s own visitor.
 pub struct Fields;
 
 impl<'w> FormatFields<'w> for Fields {

@@ -354,6 +354,7 @@ impl Signals {
         tokio::spawn(async move {
             self.first().await;
             tracing::warn!("second signal: exiting at once, without finishing requests");
+            crate::logs::flush_all();
             std::process::exit(1);
         });
     }

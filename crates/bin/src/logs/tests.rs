@@ -117,49 +117,82 @@ fn a_line_reads_as_tracing_subscribers_own_format_writes_it() {
 
 #[test]
 fn the_timestamp_reads_as_rfc_3339_in_microseconds() {
-    for (seconds, nanos) in
-        [(1_795_824_000, 5_000), (1_795_824_059, 999_999_999), (0, 0), (951_782_400, 123_456_000)]
-    {
-        let time = UNIX_EPOCH + Duration::new(seconds, nanos);
-        let mut ours = String::new();
-        write_timestamp(&mut Writer::new(&mut ours), time).unwrap();
-        let expected = chrono::DateTime::<chrono::Utc>::from(time).format("%Y-%m-%dT%H:%M:%S%.6fZ");
-        assert_eq!(ours, expected.to_string());
+    let after = |seconds, nanos| UNIX_EPOCH + Duration::new(seconds, nanos);
+    for (time, expected) in [
+        (after(1_795_824_000, 5_000), "2026-11-28T00:00:00.000005Z"),
+        (after(1_795_824_059, 999_999_999), "2026-11-28T00:00:59.999999Z"),
+        (after(0, 0), "1970-01-01T00:00:00.000000Z"),
+        (after(951_782_400, 123_456_000), "2000-02-29T00:00:00.123456Z"),
+        (UNIX_EPOCH - Duration::new(86_400 * 365, 250_000), "1968-12-31T23:59:59.999750Z"),
+    ] {
+        // Twice: the second formats nothing but the microseconds.
+        for _ in 0..2 {
+            let mut ours = String::new();
+            write_timestamp(&mut Writer::new(&mut ours), time).unwrap();
+            assert_eq!(ours, expected);
+        }
     }
 }
 
 #[test]
 fn a_batch_keeps_the_lines_it_may_and_writes_the_others_after_its_own() {
     let mut written = Vec::<Vec<u8>>::new();
-    let mut batch = Batch { lines: Vec::new(), on: false };
-    batch.take(b"a\n", true, |bytes: &[u8]| written.push(bytes.to_vec()));
-    assert_eq!(
-        written,
-        [b"".to_vec(), b"a\n".to_vec()],
-        "a thread that never waited writes at once"
-    );
-
-    batch.on = true;
-    written.clear();
-    batch.take(b"b\n", true, |bytes: &[u8]| written.push(bytes.to_vec()));
-    batch.take(b"c\n", true, |bytes: &[u8]| written.push(bytes.to_vec()));
+    let mut lines = Vec::new();
+    take(&mut lines, b"b\n", true, |bytes: &[u8]| written.push(bytes.to_vec()));
+    take(&mut lines, b"c\n", true, |bytes: &[u8]| written.push(bytes.to_vec()));
     assert!(written.is_empty());
-    assert_eq!(batch.lines, b"b\nc\n");
+    assert_eq!(lines, b"b\nc\n");
 
-    batch.take(b"warn\n", false, |bytes: &[u8]| written.push(bytes.to_vec()));
+    take(&mut lines, b"warn\n", false, |bytes: &[u8]| written.push(bytes.to_vec()));
     assert_eq!(written, [b"b\nc\n".to_vec(), b"warn\n".to_vec()]);
-    assert!(batch.lines.is_empty());
+    assert!(lines.is_empty());
 
     written.clear();
     let long = vec![b'x'; BATCH - 1];
-    batch.take(b"d\n", true, |bytes: &[u8]| written.push(bytes.to_vec()));
-    batch.take(&long, true, |bytes: &[u8]| written.push(bytes.to_vec()));
+    take(&mut lines, b"d\n", true, |bytes: &[u8]| written.push(bytes.to_vec()));
+    take(&mut lines, &long, true, |bytes: &[u8]| written.push(bytes.to_vec()));
     assert_eq!(written, [b"d\n".to_vec()], "a line with no room beside the batch writes it first");
-    assert_eq!(batch.lines, long);
+    assert_eq!(lines, long);
 
     written.clear();
     let longer = vec![b'y'; BATCH + 1];
-    batch.take(&longer, true, |bytes: &[u8]| written.push(bytes.to_vec()));
+    take(&mut lines, &longer, true, |bytes: &[u8]| written.push(bytes.to_vec()));
     assert_eq!(written, [long, longer], "a line longer than a batch is written at once");
-    assert!(batch.lines.is_empty());
+    assert!(lines.is_empty());
+}
+
+/// The batch of the calling thread, if it has one.
+fn own_batch() -> Option<Arc<Batch>> {
+    BATCH_OF_THREAD.with_borrow(|slot| slot.as_ref().map(|owned| Arc::clone(&owned.0)))
+}
+
+#[test]
+fn a_thread_keeps_its_lines_once_it_waited_for_work_until_they_are_written() {
+    // Its own thread: a batch is the thread's (this test's process starts no flusher).
+    std::thread::spawn(|| {
+        let mut info = LineWriter { keep: true };
+        io::Write::write_all(&mut info, b"logs test: written at once\n").unwrap();
+        assert!(own_batch().is_none(), "a thread that never waited for work keeps nothing");
+
+        flush_thread();
+        let batch = own_batch().expect("a batch once the thread waited for work");
+        io::Write::write_all(&mut info, b"logs test: kept\n").unwrap();
+        assert_eq!(*batch.lines(), b"logs test: kept\n");
+        let registered =
+            BATCHES.lock().unwrap().iter().any(|b| std::ptr::eq(b.as_ptr(), Arc::as_ptr(&batch)));
+        assert!(registered, "every batch can be written by `flush_all`");
+
+        flush_all();
+        assert!(batch.lines().is_empty());
+
+        io::Write::write_all(&mut info, b"logs test: kept again\n").unwrap();
+        flush_thread();
+        assert!(batch.lines().is_empty(), "waiting for work writes the batch");
+
+        io::Write::write_all(&mut info, b"logs test: kept before a warning\n").unwrap();
+        io::Write::write_all(&mut LineWriter { keep: false }, b"logs test: a warning\n").unwrap();
+        assert!(batch.lines().is_empty(), "a warning writes the batch before itself");
+    })
+    .join()
+    .unwrap();
 }
