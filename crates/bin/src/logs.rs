@@ -14,7 +14,7 @@
 //!   a thread that stays busy holds no line longer. A thread's lines keep their order;
 //!   every other thread, and every `WARN` and `ERROR` line, is written at once.
 //!
-//! No line or batch is cut by another's: see [`write_out`].
+//! No line or batch is cut by another's (see `write_out`).
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -43,7 +43,7 @@ pub const BATCH: usize = 4096;
 /// How often the lines the runtime's threads kept are written, at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
-/// Starts the log in `format`, filtered by `RUST_LOG` or [`DEFAULT_FILTER`].
+/// Starts the log in `format`, filtered by `RUST_LOG` or else by `DEFAULT_FILTER`.
 pub fn init(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
