@@ -1,9 +1,16 @@
 //! The log's format held to tracing-subscriber's own, its timestamps, and its batches.
 
 use std::error::Error;
+use std::fmt;
+use std::io;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
+use tracing::Level;
+use tracing_subscriber::fmt::format::Writer;
+
+use super::batches::{BATCH_OF_THREAD, BATCHES, Batch, take};
+use super::format::write_timestamp;
 use super::*;
 
 /// What a log writes, kept in memory.
