@@ -138,12 +138,9 @@ pub struct RequestMetrics {
 impl RequestMetrics {
     /// Counts a rate-limit decision.
     pub fn decided(&self, outcome: Outcome) {
-        let register = || counter!(RATE_LIMIT_DECISIONS, "outcome" => outcome.label());
-        match self.decisions.get(outcome.index()) {
-            Some(counter) => counter.get_or_init(register).increment(1),
-            // An outcome without a place: found in the registry each time, still counted.
-            None => register().increment(1),
-        }
+        self.decisions[outcome.index()]
+            .get_or_init(|| counter!(RATE_LIMIT_DECISIONS, "outcome" => outcome.label()))
+            .increment(1);
     }
 
     /// The gauge of active requests of `method`.
