@@ -27,7 +27,7 @@ use super::job::Writer;
 use super::pet_rows::{pet_from_postgres_row, pet_from_sqlite_row};
 use super::pg_readers::PgReaders;
 use super::reachability::Reads;
-use super::reader_threads::ReaderThreads;
+use super::reader_threads::{ReaderThreads, rows_of};
 
 /// Pets in an SQL database. Cheap to clone: clones share the readers and the writer.
 #[derive(Clone)]
@@ -64,7 +64,9 @@ impl PetReaders {
     async fn read(&self, read: PetRead) -> Result<Vec<Result<Pet, RepositoryError>>, DbErr> {
         match self {
             Self::Sqlite(threads) => {
-                threads.query_sql(read.sqlite_sql(), read.values(), pet_from_sqlite_row).await
+                // What a read answers depends on nothing but the read and the snapshot.
+                let rows = rows_of(read.sqlite_sql(), read.values(), pet_from_sqlite_row);
+                threads.run_memoized(read, rows).await
             }
             Self::Postgres(pg_readers) => {
                 let id = read.postgres_value();
@@ -79,7 +81,7 @@ impl PetReaders {
 }
 
 /// A read of pets: one by id, or a page.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum PetRead {
     One(PetId),
     Page { status: Option<PetStatus>, after: Option<PetId>, count: usize },

@@ -19,6 +19,7 @@
 //! A connection for the callers' threads keeps its read transaction, its snapshot, from one
 //! read to the next while nothing was committed: see [`snapshots`](super::snapshots).
 
+use std::hash::Hash;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -131,10 +132,48 @@ impl ReaderThreads {
     /// the way, otherwise on one of the threads, and waits for its result there. A read
     /// whose caller stopped waiting before a thread took it is skipped.
     pub(super) async fn run<T: Send + 'static>(&self, read: impl Read<T>) -> Result<T, DbErr> {
+        self.run_recalling(read, |_| None, |_, _| {}).await
+    }
+
+    /// [`run`](Self::run) for a read of rows, each as a `T` or as why it is not one, whose
+    /// answer names no more than `key` does: a connection for the callers' threads that
+    /// answered `key` on the snapshot it keeps gives that answer again, and keeps the answer
+    /// it reads when every row is a `T` (see [`snapshots`](super::snapshots)).
+    pub(super) async fn run_memoized<K, T, E>(
+        &self,
+        key: K,
+        read: impl Read<Vec<Result<T, E>>>,
+    ) -> Result<Vec<Result<T, E>>, DbErr>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+        T: Clone + Send + 'static,
+        E: Send + 'static,
+    {
+        let recalled = key.clone();
+        let recall = move |inline: &Inline| {
+            let rows: Vec<T> = inline.recall(&recalled)?;
+            Some(rows.into_iter().map(Ok).collect())
+        };
+        let remember = move |inline: &mut Inline, rows: &Vec<Result<T, E>>| {
+            inline.remember(key, || {
+                rows.iter().map(|row| row.as_ref().ok().cloned()).collect::<Option<Vec<T>>>()
+            });
+        };
+        self.run_recalling(read, recall, remember).await
+    }
+
+    /// [`run`](Self::run), with the answer `recall` finds on the connection for the callers'
+    /// threads that takes the read, if any, and the answer read there given to `remember`.
+    async fn run_recalling<T: Send + 'static>(
+        &self,
+        read: impl Read<T>,
+        recall: impl FnOnce(&Inline) -> Option<T> + Send,
+        remember: impl FnOnce(&mut Inline, &T) + Send,
+    ) -> Result<T, DbErr> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
-        if let Some(done) = self.run_here(&read) {
+        if let Some(done) = self.run_here(&read, recall, remember) {
             return done;
         }
         let (done, result) = oneshot::channel();
@@ -149,8 +188,14 @@ impl ReaderThreads {
     }
 
     /// Runs `read` on the first free connection for the callers' threads, on its kept
-    /// snapshot; `None` when none is free, or when SQLite would have had to wait for a lock.
-    fn run_here<T>(&self, read: &impl Read<T>) -> Option<Result<T, DbErr>> {
+    /// snapshot, unless `recall` finds its answer there; `None` when none is free, or when
+    /// SQLite would have had to wait for a lock.
+    fn run_here<T>(
+        &self,
+        read: &impl Read<T>,
+        recall: impl FnOnce(&Inline) -> Option<T>,
+        remember: impl FnOnce(&mut Inline, &T),
+    ) -> Option<Result<T, DbErr>> {
         let mut slot = self
             .inline
             .iter()
@@ -164,8 +209,14 @@ impl ReaderThreads {
             retire(&mut slot);
             return None;
         }
+        if let Some(answer) = recall(inline) {
+            return Some(Ok(answer));
+        }
         let answer = match std::panic::catch_unwind(AssertUnwindSafe(|| read(&inline.connection))) {
-            Ok(Ok(rows)) => return Some(Ok(rows)),
+            Ok(Ok(rows)) => {
+                remember(inline, &rows);
+                return Some(Ok(rows));
+            }
             Ok(Err(err)) => (!is_busy(&err)).then(|| Err(internal(err))),
             Err(_) => {
                 tracing::error!("a database read panicked");
@@ -218,12 +269,7 @@ impl ReaderThreads {
         values: Vec<V>,
         row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, DbErr> {
-        self.run(move |connection| {
-            let mut prepared = connection.prepare_cached(sql.as_ref())?;
-            let rows = prepared.query_map(rusqlite::params_from_iter(&values), row)?;
-            rows.collect()
-        })
-        .await
+        self.run(rows_of(sql, values, row)).await
     }
 
     /// Closes the callers' connections (a read on one is waited for), lets the reads
@@ -246,6 +292,20 @@ impl ReaderThreads {
 
     fn lock_threads(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
         lock(&self.threads)
+    }
+}
+
+/// The read of the rows of `sql`, with `values` bound in order, each read by `row`. Each
+/// connection prepares a statement once and keeps it for the next read of the same SQL.
+pub(super) fn rows_of<T: 'static, V: ToSql + Send + 'static>(
+    sql: impl AsRef<str> + Send + 'static,
+    values: Vec<V>,
+    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> impl Read<Vec<T>> {
+    move |connection| {
+        let mut prepared = connection.prepare_cached(sql.as_ref())?;
+        let rows = prepared.query_map(rusqlite::params_from_iter(&values), row)?;
+        rows.collect()
     }
 }
 

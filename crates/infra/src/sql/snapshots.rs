@@ -17,8 +17,16 @@
 //! [`KEEP_BELOW_FRAMES`] frames, SQLite's checkpoint size, and none longer than
 //! [`SNAPSHOT_AGE`]: the first reader thread ends those that grew older while their
 //! connection sat idle.
+//!
+//! A snapshot does not change: the same read on it reads the same rows. A connection keeps
+//! the answers of the reads that ask for it ([`Memo`]) for as long as it keeps its snapshot,
+//! and forgets them with it, so that a page many clients ask for between two commits is
+//! read from SQLite once per snapshot.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fs::File;
+use std::hash::{BuildHasher, Hash, RandomState};
 use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 use std::sync::Mutex;
@@ -37,6 +45,10 @@ pub(super) const SNAPSHOT_AGE: Duration = Duration::from_millis(100);
 /// of its own again, as the checkpoint that starts the WAL over needs: SQLite's automatic
 /// checkpoint size (`wal_autocheckpoint`, left at its default of 1,000 pages).
 pub(super) const KEEP_BELOW_FRAMES: u32 = 1_000;
+
+/// The most answers a connection keeps for one snapshot: a page of the largest size times
+/// this many pets at most. Past it, reads are answered, not kept, until the next snapshot.
+pub(super) const MEMO_ANSWERS: usize = 32;
 
 /// The bytes of the WAL index's header at the start of the `-shm` file: its two copies, of
 /// 48 bytes each. A commit rewrites both (the count of frames, the change counter), the
@@ -125,17 +137,74 @@ fn open_without_access_times(path: &Path) -> std::io::Result<File> {
     })
 }
 
+/// The answers of reads on one snapshot, each by the key of what it asked, of any type: a
+/// read's key names everything its answer depends on but the snapshot.
+#[derive(Default)]
+struct Memo {
+    /// Each answer with its key, by the key's type and hash.
+    answers: HashMap<(TypeId, u64), Box<dyn Any + Send>>,
+    hasher: RandomState,
+}
+
+impl Memo {
+    /// The answer kept for `key`, if any.
+    fn answer<K: Hash + Eq + 'static, T: Clone + 'static>(&self, key: &K) -> Option<T> {
+        let (kept, answer) = self.answers.get(&self.slot(key))?.downcast_ref::<(K, T)>()?;
+        (kept == key).then(|| answer.clone())
+    }
+
+    /// Keeps the answer `answer` gives for `key`, unless [`MEMO_ANSWERS`] are kept already
+    /// or it gives none.
+    fn keep<K: Hash + Send + 'static, T: Send + 'static>(
+        &mut self,
+        key: K,
+        answer: impl FnOnce() -> Option<T>,
+    ) {
+        if self.answers.len() < MEMO_ANSWERS
+            && let Some(answer) = answer()
+        {
+            let slot = self.slot(&key);
+            self.answers.insert(slot, Box::new((key, answer)));
+        }
+    }
+
+    fn slot<K: Hash + 'static>(&self, key: &K) -> (TypeId, u64) {
+        (TypeId::of::<K>(), self.hasher.hash_one(key))
+    }
+}
+
 /// A connection for the callers' threads, and the snapshot it keeps.
 pub(super) struct Inline {
     pub(super) connection: Connection,
     /// The WAL index's header when its read transaction started, and when that was;
     /// `None` outside one.
     taken_at: Option<(Header, Instant)>,
+    /// The answers of reads on that snapshot; empty outside one.
+    memo: Memo,
 }
 
 impl Inline {
     pub(super) fn new(connection: Connection) -> Self {
-        Self { connection, taken_at: None }
+        Self { connection, taken_at: None, memo: Memo::default() }
+    }
+
+    /// The answer a read of `key` had on the snapshot kept now, if one is kept and that read
+    /// ran on it.
+    pub(super) fn recall<K: Hash + Eq + 'static, T: Clone + 'static>(&self, key: &K) -> Option<T> {
+        self.taken_at.and_then(|_| self.memo.answer(key))
+    }
+
+    /// Keeps the answer `answer` gives, read on the snapshot kept now, as the answer to `key`
+    /// for as long as that snapshot is kept; nothing outside a kept snapshot. `answer` is
+    /// called only when there is room for what it gives.
+    pub(super) fn remember<K: Hash + Send + 'static, T: Send + 'static>(
+        &mut self,
+        key: K,
+        answer: impl FnOnce() -> Option<T>,
+    ) {
+        if self.taken_at.is_some() {
+            self.memo.keep(key, answer);
+        }
     }
 
     /// Keeps the snapshot if the WAL index's header is still `header`, the one it was taken
@@ -177,6 +246,7 @@ impl Inline {
     /// now (if not, it must not be read from again).
     pub(super) fn release(&mut self) -> bool {
         self.taken_at = None;
+        self.memo.answers.clear();
         if !self.connection.is_autocommit()
             && let Err(err) = self.connection.execute_batch("ROLLBACK")
         {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use super::*;
-use crate::sql::snapshots::KEEP_BELOW_FRAMES;
+use crate::sql::snapshots::{KEEP_BELOW_FRAMES, MEMO_ANSWERS};
 
 /// Where a read ran: the caller's thread, or a reader thread.
 fn thread_name() -> String {
@@ -167,4 +167,73 @@ async fn reads_after_stop_fail() {
     readers.stop();
     let ran = readers.run(|c| c.query_row("SELECT 1", [], |row| row.get::<_, i64>(0))).await;
     assert!(ran.expect_err("closed").to_string().contains("closed"));
+}
+
+/// Reads the rows of `t` as `run_memoized` under `key`, counting in `reads` the reads
+/// SQLite ran; a row of `-1` is not a row (`Err`).
+async fn memoized(
+    readers: &ReaderThreads,
+    key: u32,
+    reads: &Arc<AtomicUsize>,
+) -> Vec<Result<i64, ()>> {
+    let counted = Arc::clone(reads);
+    let read = move |c: &Connection| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let mut statement = c.prepare("SELECT x FROM t ORDER BY rowid")?;
+        let rows = statement.query_map([], |row| row.get::<_, i64>(0))?;
+        rows.map(|x| x.map(|x| if x < 0 { Err(()) } else { Ok(x) })).collect()
+    };
+    readers.run_memoized(key, read).await.expect("read")
+}
+
+/// On the snapshot it keeps, a connection answers a read again with the rows it read for
+/// the same key; another key, a commit by any connection, or a write under way, and the
+/// read runs on SQLite again.
+#[tokio::test]
+async fn a_memoized_read_is_answered_again_until_its_snapshot_ends() {
+    let (dir, readers) = readers_keeping(HOUR);
+    let writer = table(&dir);
+    writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
+    let reads = Arc::new(AtomicUsize::new(0));
+    for _ in 0..3 {
+        assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1)]);
+    }
+    assert_eq!(reads.load(Ordering::SeqCst), 1, "read once on its snapshot");
+    assert_eq!(memoized(&readers, 2, &reads).await, [Ok(1)]);
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "another key is another read");
+
+    writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
+    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)], "the commit is read");
+    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)]);
+    assert_eq!(reads.load(Ordering::SeqCst), 3);
+
+    readers.writes_start();
+    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)]);
+    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)]);
+    assert_eq!(reads.load(Ordering::SeqCst), 5, "while the writer writes, every read runs");
+    readers.writes_end();
+}
+
+/// An answer with a row that is not one is not kept, and a connection keeps a bounded
+/// number of answers for one snapshot.
+#[tokio::test]
+async fn only_whole_answers_are_kept_and_only_so_many() {
+    let (dir, readers) = readers_keeping(HOUR);
+    let writer = table(&dir);
+    writer.execute("INSERT INTO t VALUES (1), (-1)", []).expect("insert");
+    let reads = Arc::new(AtomicUsize::new(0));
+    for _ in 0..2 {
+        assert_eq!(memoized(&readers, 0, &reads).await, [Ok(1), Err(())]);
+    }
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "not kept");
+
+    writer.execute("DELETE FROM t WHERE x < 0", []).expect("delete");
+    let keys = u32::try_from(MEMO_ANSWERS).expect("a small number");
+    for key in 0..=keys {
+        memoized(&readers, key, &reads).await;
+    }
+    let before = reads.load(Ordering::SeqCst);
+    memoized(&readers, 0, &reads).await;
+    memoized(&readers, keys, &reads).await;
+    assert_eq!(reads.load(Ordering::SeqCst), before + 1, "the first kept, the last not");
 }
