@@ -64,9 +64,15 @@ impl PetReaders {
     async fn read(&self, read: PetRead) -> Result<Vec<Result<Pet, RepositoryError>>, DbErr> {
         match self {
             Self::Sqlite(threads) => {
-                // What a read answers depends on nothing but the read and the snapshot.
                 let rows = rows_of(read.sqlite_sql(), read.values(), pet_from_sqlite_row);
-                threads.run_memoized(read, rows).await
+                // What a read answers depends on nothing but the read and the snapshot; only
+                // the reads of a page the API serves are kept, so that what a connection
+                // keeps stays bounded.
+                if read.count() <= MEMOIZED_PETS {
+                    threads.run_memoized(read, rows).await
+                } else {
+                    threads.run(rows).await
+                }
             }
             Self::Postgres(pg_readers) => {
                 let id = read.postgres_value();
@@ -79,6 +85,10 @@ impl PetReaders {
         }
     }
 }
+
+/// The most pets a read reads for its answer to be kept on its snapshot: the largest page
+/// the API serves, and the one pet more that tells whether another page follows.
+const MEMOIZED_PETS: usize = PageSize::MAX as usize + 1;
 
 /// A read of pets: one by id, or a page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

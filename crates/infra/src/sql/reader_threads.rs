@@ -212,11 +212,13 @@ impl ReaderThreads {
         if let Some(answer) = recall(inline) {
             return Some(Ok(answer));
         }
-        let answer = match std::panic::catch_unwind(AssertUnwindSafe(|| read(&inline.connection))) {
-            Ok(Ok(rows)) => {
-                remember(inline, &rows);
-                return Some(Ok(rows));
-            }
+        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let rows = read(&inline.connection)?;
+            remember(inline, &rows);
+            Ok(rows)
+        }));
+        let answer = match ran {
+            Ok(Ok(rows)) => return Some(Ok(rows)),
             Ok(Err(err)) => (!is_busy(&err)).then(|| Err(internal(err))),
             Err(_) => {
                 tracing::error!("a database read panicked");

@@ -46,8 +46,8 @@ pub(super) const SNAPSHOT_AGE: Duration = Duration::from_millis(100);
 /// checkpoint size (`wal_autocheckpoint`, left at its default of 1,000 pages).
 pub(super) const KEEP_BELOW_FRAMES: u32 = 1_000;
 
-/// The most answers a connection keeps for one snapshot: a page of the largest size times
-/// this many pets at most. Past it, reads are answered, not kept, until the next snapshot.
+/// The most answers a connection keeps for one snapshot. Past it, reads are answered, not
+/// kept, until the next snapshot.
 pub(super) const MEMO_ANSWERS: usize = 32;
 
 /// The bytes of the WAL index's header at the start of the `-shm` file: its two copies, of

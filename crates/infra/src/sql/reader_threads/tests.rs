@@ -237,3 +237,23 @@ async fn only_whole_answers_are_kept_and_only_so_many() {
     memoized(&readers, keys, &reads).await;
     assert_eq!(reads.load(Ordering::SeqCst), before + 1, "the first kept, the last not");
 }
+
+/// A read that fails ends the snapshot, and with it the answers kept on it; so does the
+/// snapshot's age.
+#[tokio::test]
+async fn a_failed_read_or_the_snapshots_age_forgets_the_answers() {
+    let age = Duration::from_millis(200);
+    let (dir, readers) = readers_keeping(age);
+    let _writer = table(&dir);
+    let reads = Arc::new(AtomicUsize::new(0));
+    memoized(&readers, 1, &reads).await;
+    memoized(&readers, 1, &reads).await;
+    assert_eq!(reads.load(Ordering::SeqCst), 1);
+    let failed = readers.run(|c| c.query_row("SELECT * FROM no_such_table", [], |_| Ok(()))).await;
+    assert!(failed.is_err());
+    memoized(&readers, 1, &reads).await;
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "read again after the failure");
+    std::thread::sleep(age);
+    memoized(&readers, 1, &reads).await;
+    assert_eq!(reads.load(Ordering::SeqCst), 3, "read again once the snapshot is too old");
+}
