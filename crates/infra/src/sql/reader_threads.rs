@@ -260,17 +260,6 @@ impl ReaderThreads {
         let sea_orm::Statement { sql, values, .. } = statement;
         let values: Vec<RusqliteValue> =
             values.map(|v| v.0).unwrap_or_default().into_iter().map(RusqliteValue).collect();
-        self.query_sql(sql, values, row).await
-    }
-
-    /// Runs `sql`, SQL that SeaORM built for SQLite (once, for a read that keeps it), with
-    /// `values` bound in order, each row read by `row`.
-    pub(super) async fn query_sql<T: Send + 'static, V: ToSql + Send + 'static>(
-        &self,
-        sql: impl AsRef<str> + Send + 'static,
-        values: Vec<V>,
-        row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    ) -> Result<Vec<T>, DbErr> {
         self.run(rows_of(sql, values, row)).await
     }
 
