@@ -140,20 +140,22 @@ impl Scripts {
         std::fs::write(&keyed_create, per_request("Idempotency-Key"))?;
         let built_create = dir.join("built-create.lua");
         std::fs::write(&built_create, per_request("X-Load-Sequence"))?;
+        // A random pet of the table, the request built as the keyed ones are: formatted once
+        // (with the command line's headers), the id spliced in per call.
         let get_pet = dir.join("get-pet.lua");
         std::fs::write(
             &get_pet,
             format!(
-                "request = function()\n  return wrk.format(nil, \"/v1/pets/\" .. math.random(1, {pets}))\nend\n"
+                "local head, tail\nfunction init(args)\n  local whole = wrk.format(nil, \"/v1/pets/\\1\")\n  local at = string.find(whole, \"\\1\", 1, true)\n  head, tail = string.sub(whole, 1, at - 1), string.sub(whole, at + 1)\nend\nrequest = function()\n  return head .. math.random(1, {pets}) .. tail\nend\n"
             ),
         )?;
-        // Nine listings for one add. The requests carry their headers whole: a table given to
-        // wrk.format replaces the command line's.
+        // Nine listings for one add, both requests formatted once. They carry their headers
+        // whole: a table given to wrk.format replaces the command line's.
         let mix = dir.join("mix.lua");
         std::fs::write(
             &mix,
             format!(
-                "local n = 0\nlocal get = {{[\"Authorization\"] = \"Bearer {key}\"}}\nlocal post = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\"}}\nrequest = function()\n  n = n + 1\n  if n % 10 == 0 then\n    return wrk.format(\"POST\", \"/v1/pets\", post, '{NEW_PET}')\n  end\n  return wrk.format(\"GET\", \"/v1/pets?limit=20\", get)\nend\n"
+                "local n = 0\nlocal get, post\nfunction init(args)\n  get = wrk.format(\"GET\", \"/v1/pets?limit=20\", {{[\"Authorization\"] = \"Bearer {key}\"}})\n  post = wrk.format(\"POST\", \"/v1/pets\", {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\"}}, '{NEW_PET}')\nend\nrequest = function()\n  n = n + 1\n  if n % 10 == 0 then\n    return post\n  end\n  return get\nend\n"
             ),
         )?;
         // The command line's request, asking for gzip as most HTTP clients do.
