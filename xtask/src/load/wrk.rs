@@ -115,6 +115,15 @@ pub struct Scripts {
 
 const NEW_PET: &str = r#"{"name":"Load test","categoryId":7,"status":"pending"}"#;
 
+/// The lines of a script's `init` that format a request once, by the Lua expression
+/// `whole`, with the marker `\1` where each call splices its own part in: `head` is the
+/// request up to the marker, `tail` what follows it.
+fn split_at_marker(whole: &str) -> String {
+    format!(
+        "  local whole = {whole}\n  local at = string.find(whole, \"\\1\", 1, true)\n  head, tail = string.sub(whole, 1, at - 1), string.sub(whole, at + 1)\n"
+    )
+}
+
 impl Scripts {
     /// Scripts for a table of `pets` pets, sending `key`.
     pub fn write(dir: &Path, pets: u64, key: &str) -> Result<Self> {
@@ -133,7 +142,10 @@ impl Scripts {
         // make the baseline built the same way.
         let per_request = |header: &str| {
             format!(
-                "local threads = 0\nfunction setup(thread)\n  threads = threads + 1\n  thread:set(\"prefix\", os.time() .. \"-\" .. threads .. \"-\")\nend\nlocal head, tail\nfunction init(args)\n  local headers = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\", [\"{header}\"] = \"\\1\"}}\n  local whole = wrk.format(\"POST\", \"/v1/pets\", headers, '{NEW_PET}')\n  local at = string.find(whole, \"\\1\", 1, true)\n  head, tail = string.sub(whole, 1, at - 1) .. prefix, string.sub(whole, at + 1)\nend\nlocal n = 0\nrequest = function()\n  n = n + 1\n  return head .. n .. tail\nend\n"
+                "local threads = 0\nfunction setup(thread)\n  threads = threads + 1\n  thread:set(\"prefix\", os.time() .. \"-\" .. threads .. \"-\")\nend\nlocal head, tail\nfunction init(args)\n  local headers = {{[\"Authorization\"] = \"Bearer {key}\", [\"Content-Type\"] = \"application/json\", [\"{header}\"] = \"\\1\"}}\n{}  head = head .. prefix\nend\nlocal n = 0\nrequest = function()\n  n = n + 1\n  return head .. n .. tail\nend\n",
+                split_at_marker(&format!(
+                    "wrk.format(\"POST\", \"/v1/pets\", headers, '{NEW_PET}')"
+                ))
             )
         };
         let keyed_create = dir.join("keyed-create.lua");
@@ -146,7 +158,8 @@ impl Scripts {
         std::fs::write(
             &get_pet,
             format!(
-                "local head, tail\nfunction init(args)\n  local whole = wrk.format(nil, \"/v1/pets/\\1\")\n  local at = string.find(whole, \"\\1\", 1, true)\n  head, tail = string.sub(whole, 1, at - 1), string.sub(whole, at + 1)\nend\nrequest = function()\n  return head .. math.random(1, {pets}) .. tail\nend\n"
+                "local head, tail\nfunction init(args)\n{}end\nrequest = function()\n  return head .. math.random(1, {pets}) .. tail\nend\n",
+                split_at_marker("wrk.format(nil, \"/v1/pets/\\1\")")
             ),
         )?;
         // Nine listings for one add, both requests formatted once. They carry their headers
