@@ -34,7 +34,7 @@ use sea_query_rusqlite::rusqlite::{self, Connection, OpenFlags, ToSql};
 use tokio::sync::oneshot;
 
 use super::connector::{SQLITE_READER_CACHE_KIB, close_sqlite};
-use super::snapshots::{Inline, SNAPSHOT_AGE, WalIndex, end_old_snapshots, retire};
+use super::snapshots::{Header, Inline, Memo, SNAPSHOT_AGE, WalIndex, end_old_snapshots, retire};
 
 /// How long a reader thread waits for SQLite's locks (a WAL recovery, an operator's
 /// `VACUUM`) before its read fails.
@@ -62,6 +62,8 @@ pub(super) struct ReaderThreads {
     /// The database's `-shm` file, whose header tells whether a kept snapshot is still the
     /// newest; `None` when it could not be opened (the connections then keep none).
     wal_index: WalIndex,
+    /// The answers of reads, for every connection, while the header they were read at lasts.
+    memo: Mutex<Memo>,
     /// The writer runs a transaction: the connections keep no snapshot meanwhile.
     writing: AtomicBool,
     /// How long a snapshot is kept at most: [`SNAPSHOT_AGE`].
@@ -94,6 +96,7 @@ impl ReaderThreads {
         let readers = Self {
             inline,
             wal_index,
+            memo: Mutex::default(),
             writing: AtomicBool::new(false),
             snapshot_age,
             jobs,
@@ -132,48 +135,56 @@ impl ReaderThreads {
     /// the way, otherwise on one of the threads, and waits for its result there. A read
     /// whose caller stopped waiting before a thread took it is skipped.
     pub(super) async fn run<T: Send + 'static>(&self, read: impl Read<T>) -> Result<T, DbErr> {
-        self.run_recalling(read, |_| None, |_, _| {}).await
+        self.run_at(self.wal_index.header(), read, |_, _| {}).await
     }
 
     /// [`run`](Self::run) for a read of rows, each as a `T` or as why it is not one, whose
-    /// answer names no more than `key` does: a connection for the callers' threads that
-    /// answered `key` on the snapshot it keeps gives that answer again, and keeps the answer
-    /// it reads when every row is a `T` (see [`snapshots`](super::snapshots)).
+    /// answer names no more than `key` does: the [`Memo`] gives the answer it keeps for `key`
+    /// when the WAL index's header is still the one it was read at, and keeps the answer
+    /// read on a connection for the callers' threads when every row is a `T` and the read
+    /// missed lately already (see [`snapshots`](super::snapshots)).
     pub(super) async fn run_memoized<K, T, E>(
         &self,
         key: K,
         read: impl Read<Vec<Result<T, E>>>,
     ) -> Result<Vec<Result<T, E>>, DbErr>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Hash + Eq + Send + 'static,
         T: Clone + Send + 'static,
         E: Send + 'static,
     {
-        let recalled = key.clone();
-        let recall = move |inline: &Inline| {
-            let rows: Vec<T> = inline.recall(&recalled)?;
-            Some(rows.into_iter().map(Ok).collect())
+        let header = self.wal_index.header();
+        if let Some(header) = &header
+            && !self.closed.load(Ordering::Acquire)
+            && let Some(rows) = lock(&self.memo).answer::<K, T>(header, &key)
+        {
+            return Ok(rows.into_iter().map(Ok).collect());
+        }
+        let remember = |header, rows: &Vec<Result<T, E>>| {
+            if !lock(&self.memo).missed(&key) {
+                return;
+            }
+            let whole = rows.iter().map(|row| row.as_ref().ok().cloned()).collect();
+            if let Some(whole) = whole {
+                let forgotten = lock(&self.memo).keep(header, key, whole);
+                drop(forgotten);
+            }
         };
-        let remember = move |inline: &mut Inline, rows: &Vec<Result<T, E>>| {
-            inline.remember(key, || {
-                rows.iter().map(|row| row.as_ref().ok().cloned()).collect::<Option<Vec<T>>>()
-            });
-        };
-        self.run_recalling(read, recall, remember).await
+        self.run_at(header, read, remember).await
     }
 
-    /// [`run`](Self::run), with the answer `recall` finds on the connection for the callers'
-    /// threads that takes the read, if any, and the answer read there given to `remember`.
-    async fn run_recalling<T: Send + 'static>(
+    /// [`run`](Self::run), `header` being the WAL index's header read before it, with the
+    /// answer read on a connection for the callers' threads given to `remember`.
+    async fn run_at<T: Send + 'static>(
         &self,
+        header: Option<Header>,
         read: impl Read<T>,
-        recall: impl FnOnce(&Inline) -> Option<T> + Send,
-        remember: impl FnOnce(&mut Inline, &T) + Send,
+        remember: impl FnOnce(Header, &T) + Send,
     ) -> Result<T, DbErr> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
-        if let Some(done) = self.run_here(&read, recall, remember) {
+        if let Some(done) = self.run_here(header, &read, remember) {
             return done;
         }
         let (done, result) = oneshot::channel();
@@ -188,37 +199,36 @@ impl ReaderThreads {
     }
 
     /// Runs `read` on the first free connection for the callers' threads, on its kept
-    /// snapshot, unless `recall` finds its answer there; `None` when none is free, or when
-    /// SQLite would have had to wait for a lock.
+    /// snapshot, and gives its answer to `remember` with `header`, the WAL index's header
+    /// read before it (the answer was read there or after); `None` when no connection is
+    /// free, or when SQLite would have had to wait for a lock.
     fn run_here<T>(
         &self,
+        header: Option<Header>,
         read: &impl Read<T>,
-        recall: impl FnOnce(&Inline) -> Option<T>,
-        remember: impl FnOnce(&mut Inline, &T),
+        remember: impl FnOnce(Header, &T),
     ) -> Option<Result<T, DbErr>> {
         let mut slot = self
             .inline
             .iter()
             .find_map(|slot| slot.try_lock().ok().filter(|slot| slot.is_some()))?;
         let inline = slot.as_mut()?;
-        let header =
-            if self.writing.load(Ordering::SeqCst) { None } else { self.wal_index.header() };
-        if let Err(err) = inline.snapshot(header, self.snapshot_age) {
+        let kept = header.filter(|_| !self.writing.load(Ordering::SeqCst));
+        if let Err(err) = inline.snapshot(kept, self.snapshot_age) {
             // The reader threads take the reads this connection would have.
             tracing::error!(error = %err, "a database reader could not start a snapshot");
             retire(&mut slot);
             return None;
         }
-        if let Some(answer) = recall(inline) {
-            return Some(Ok(answer));
-        }
-        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let rows = read(&inline.connection)?;
-            remember(inline, &rows);
-            Ok(rows)
-        }));
+        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| read(&inline.connection)));
         let answer = match ran {
-            Ok(Ok(rows)) => return Some(Ok(rows)),
+            Ok(Ok(rows)) => {
+                drop(slot);
+                if let Some(header) = header {
+                    remember(header, &rows);
+                }
+                return Some(Ok(rows));
+            }
             Ok(Err(err)) => (!is_busy(&err)).then(|| Err(internal(err))),
             Err(_) => {
                 tracing::error!("a database read panicked");
@@ -272,6 +282,8 @@ impl ReaderThreads {
         for slot in self.inline.iter() {
             retire(&mut lock(slot));
         }
+        let forgotten = lock(&self.memo).clear();
+        drop(forgotten);
         let threads = std::mem::take(&mut *self.lock_threads());
         for _ in &threads {
             let _ = self.jobs.send(Message::Stop);

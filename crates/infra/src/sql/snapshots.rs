@@ -18,10 +18,11 @@
 //! [`SNAPSHOT_AGE`]: the first reader thread ends those that grew older while their
 //! connection sat idle.
 //!
-//! A snapshot does not change: the same read on it reads the same rows. A connection keeps
-//! the answers of the reads that ask for it ([`Memo`]) for as long as it keeps its snapshot,
-//! and forgets them with it, so that a page many clients ask for between two commits is
-//! read from SQLite once per snapshot.
+//! Nor does the database change while the header stays the same: the same read reads the
+//! same rows. The reads that ask for it keep their answers in one [`Memo`] for every
+//! connection, under the header they were read at, for as long as the header is that one,
+//! whether or not a snapshot is kept meanwhile: a page or a pet many clients ask for between
+//! two commits is read from SQLite once.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -46,9 +47,13 @@ pub(super) const SNAPSHOT_AGE: Duration = Duration::from_millis(100);
 /// checkpoint size (`wal_autocheckpoint`, left at its default of 1,000 pages).
 pub(super) const KEEP_BELOW_FRAMES: u32 = 1_000;
 
-/// The most answers a connection keeps for one snapshot. Past it, reads are answered, not
-/// kept, until the next snapshot.
-pub(super) const MEMO_ANSWERS: usize = 32;
+/// The most rows the [`Memo`] keeps, over all its answers: an answer that would take it past
+/// them empties it first, so that the reads asked for most come back into it at once.
+pub(super) const MEMO_ROWS: usize = 16_384;
+
+/// The reads whose last miss the [`Memo`] remembers, so that it keeps the answer of a read
+/// only when it misses it again: one key a slot, by the key's hash.
+const MISSES_NOTED: usize = 16_384;
 
 /// The bytes of the WAL index's header at the start of the `-shm` file: its two copies, of
 /// 48 bytes each. A commit rewrites both (the count of frames, the change counter), the
@@ -56,7 +61,7 @@ pub(super) const MEMO_ANSWERS: usize = 32;
 const WAL_INDEX_HEADER: usize = 96;
 
 /// The WAL index's header as a read found it.
-type Header = [u8; WAL_INDEX_HEADER];
+pub(super) type Header = [u8; WAL_INDEX_HEADER];
 
 /// Ends the snapshots kept longer than `age` on the connections of `slots` that are not
 /// reading (those that are, the reads end).
@@ -137,35 +142,98 @@ fn open_without_access_times(path: &Path) -> std::io::Result<File> {
     })
 }
 
-/// The answers of reads on one snapshot, each by the key of what it asked, of any type: a
-/// read's key names everything its answer depends on but the snapshot.
-#[derive(Default)]
-struct Memo {
-    /// Each answer with its key, by the key's type and hash.
-    answers: HashMap<(TypeId, u64), Box<dyn Any + Send>>,
+/// The answers of reads, each a list of rows, by the key of what it asked, of any type: a
+/// read's key names everything its answer depends on but the database. Every answer was
+/// read at one WAL index's header, or later, and is given only to a read that finds the
+/// header the same: nothing was committed since, or the commit is one the read may see.
+pub(super) struct Memo {
+    /// The header its answers were read at, or after; `None` while it keeps none.
+    header: Option<Header>,
+    answers: Answers,
+    /// The rows of those answers: at most [`MEMO_ROWS`].
+    rows: usize,
+    /// The hashes of the keys of reads it missed lately, each in the slot its hash names: a
+    /// read asked for once and not again (one pet of millions) costs a slot, not a copy of
+    /// its answer, and does not push out the answers of the reads asked for again.
+    missed: Box<[u64]>,
     hasher: RandomState,
 }
 
+impl Default for Memo {
+    fn default() -> Self {
+        Self {
+            header: None,
+            answers: Answers::default(),
+            rows: 0,
+            missed: vec![0; MISSES_NOTED].into_boxed_slice(),
+            hasher: RandomState::new(),
+        }
+    }
+}
+
+/// A [`Memo`]'s answers, each with its key, by the key's type and hash.
+type Answers = HashMap<(TypeId, u64), Box<dyn Any + Send>>;
+
 impl Memo {
-    /// The answer kept for `key`, if any.
-    fn answer<K: Hash + Eq + 'static, T: Clone + 'static>(&self, key: &K) -> Option<T> {
-        let (kept, answer) = self.answers.get(&self.slot(key))?.downcast_ref::<(K, T)>()?;
-        (kept == key).then(|| answer.clone())
+    /// The rows kept for `key`, if the WAL index's header is still the one they were read at.
+    pub(super) fn answer<K: Hash + Eq + 'static, T: Clone + 'static>(
+        &self,
+        header: &Header,
+        key: &K,
+    ) -> Option<Vec<T>> {
+        if self.header.as_ref() != Some(header) {
+            return None;
+        }
+        let (kept, rows) = self.answers.get(&self.slot(key))?.downcast_ref::<(K, Vec<T>)>()?;
+        (kept == key).then(|| rows.clone())
     }
 
-    /// Keeps the answer `answer` gives for `key`, unless [`MEMO_ANSWERS`] are kept already
-    /// or it gives none.
-    fn keep<K: Hash + Send + 'static, T: Send + 'static>(
+    /// Notes that a read of `key` missed; whether it had missed lately already, and so
+    /// whether its answer is worth keeping.
+    pub(super) fn missed<K: Hash + 'static>(&mut self, key: &K) -> bool {
+        let (_, hash) = self.slot(key);
+        #[expect(clippy::cast_possible_truncation, reason = "a remainder below MISSES_NOTED")]
+        let noted = &mut self.missed[(hash % MISSES_NOTED as u64) as usize];
+        std::mem::replace(noted, hash) == hash
+    }
+
+    /// Keeps `rows`, read at `header` or after, as the answer to `key`. The answers of
+    /// another header are let go of first, and so are all of them when `rows` would take the
+    /// memo past [`MEMO_ROWS`]; what it lets go of is returned, to be dropped once the
+    /// memo's lock is released.
+    #[must_use = "the answers let go of, to drop outside the memo's lock"]
+    pub(super) fn keep<K: Hash + Send + 'static, T: Send + 'static>(
         &mut self,
+        header: Header,
         key: K,
-        answer: impl FnOnce() -> Option<T>,
-    ) {
-        if self.answers.len() < MEMO_ANSWERS
-            && let Some(answer) = answer()
-        {
-            let slot = self.slot(&key);
-            self.answers.insert(slot, Box::new((key, answer)));
+        rows: Vec<T>,
+    ) -> Option<Answers> {
+        if rows.len() > MEMO_ROWS {
+            return None;
         }
+        let forgotten =
+            (self.header != Some(header) || self.rows + rows.len() > MEMO_ROWS).then(|| {
+                self.header = Some(header);
+                self.rows = 0;
+                std::mem::take(&mut self.answers)
+            });
+        self.rows += rows.len();
+        let slot = self.slot(&key);
+        // Two reads of the same key may both have missed it: count the rows once.
+        if let Some(replaced) = self.answers.insert(slot, Box::new((key, rows)))
+            && let Ok(replaced) = replaced.downcast::<(K, Vec<T>)>()
+        {
+            self.rows -= replaced.1.len();
+        }
+        forgotten
+    }
+
+    /// Lets go of every answer, returned to be dropped outside the memo's lock.
+    #[must_use = "the answers let go of, to drop outside the memo's lock"]
+    pub(super) fn clear(&mut self) -> Answers {
+        self.header = None;
+        self.rows = 0;
+        std::mem::take(&mut self.answers)
     }
 
     fn slot<K: Hash + 'static>(&self, key: &K) -> (TypeId, u64) {
@@ -179,32 +247,11 @@ pub(super) struct Inline {
     /// The WAL index's header when its read transaction started, and when that was;
     /// `None` outside one.
     taken_at: Option<(Header, Instant)>,
-    /// The answers of reads on that snapshot; empty outside one.
-    memo: Memo,
 }
 
 impl Inline {
     pub(super) fn new(connection: Connection) -> Self {
-        Self { connection, taken_at: None, memo: Memo::default() }
-    }
-
-    /// The answer a read of `key` had on the snapshot kept now, if one is kept and that read
-    /// ran on it.
-    pub(super) fn recall<K: Hash + Eq + 'static, T: Clone + 'static>(&self, key: &K) -> Option<T> {
-        self.taken_at.and_then(|_| self.memo.answer(key))
-    }
-
-    /// Keeps the answer `answer` gives, read on the snapshot kept now, as the answer to `key`
-    /// for as long as that snapshot is kept; nothing outside a kept snapshot. `answer` is
-    /// called only when there is room for what it gives.
-    pub(super) fn remember<K: Hash + Send + 'static, T: Send + 'static>(
-        &mut self,
-        key: K,
-        answer: impl FnOnce() -> Option<T>,
-    ) {
-        if self.taken_at.is_some() {
-            self.memo.keep(key, answer);
-        }
+        Self { connection, taken_at: None }
     }
 
     /// Keeps the snapshot if the WAL index's header is still `header`, the one it was taken
@@ -246,7 +293,6 @@ impl Inline {
     /// now (if not, it must not be read from again).
     pub(super) fn release(&mut self) -> bool {
         self.taken_at = None;
-        self.memo.answers.clear();
         if !self.connection.is_autocommit()
             && let Err(err) = self.connection.execute_batch("ROLLBACK")
         {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use super::*;
-use crate::sql::snapshots::{KEEP_BELOW_FRAMES, MEMO_ANSWERS};
+use crate::sql::snapshots::{KEEP_BELOW_FRAMES, MEMO_ROWS};
 
 /// Where a read ran: the caller's thread, or a reader thread.
 fn thread_name() -> String {
@@ -186,74 +186,91 @@ async fn memoized(
     readers.run_memoized(key, read).await.expect("read")
 }
 
-/// On the snapshot it keeps, a connection answers a read again with the rows it read for
-/// the same key; another key, a commit by any connection, or a write under way, and the
-/// read runs on SQLite again.
+/// A memoized read that missed twice is answered again with the rows read for the same
+/// key until something is committed: another key, or a commit by any connection, and the
+/// read runs on SQLite again. A write under way commits nothing yet: the answers still hold.
 #[tokio::test]
-async fn a_memoized_read_is_answered_again_until_its_snapshot_ends() {
+async fn a_memoized_read_is_answered_again_until_a_commit() {
     let (dir, readers) = readers_keeping(HOUR);
     let writer = table(&dir);
     writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
     let reads = Arc::new(AtomicUsize::new(0));
-    for _ in 0..3 {
+    for _ in 0..4 {
         assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1)]);
     }
-    assert_eq!(reads.load(Ordering::SeqCst), 1, "read once on its snapshot");
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "read on its first two misses only");
     assert_eq!(memoized(&readers, 2, &reads).await, [Ok(1)]);
-    assert_eq!(reads.load(Ordering::SeqCst), 2, "another key is another read");
+    assert_eq!(reads.load(Ordering::SeqCst), 3, "another key is another read");
 
     writer.execute("INSERT INTO t VALUES (2)", []).expect("insert");
     assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)], "the commit is read");
     assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)]);
-    assert_eq!(reads.load(Ordering::SeqCst), 3);
+    assert_eq!(reads.load(Ordering::SeqCst), 4, "a read that missed before is kept at once");
 
     readers.writes_start();
     assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)]);
-    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2)]);
-    assert_eq!(reads.load(Ordering::SeqCst), 5, "while the writer writes, every read runs");
+    assert_eq!(reads.load(Ordering::SeqCst), 4, "a write under way has committed nothing");
+    writer.execute("INSERT INTO t VALUES (3)", []).expect("insert");
+    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2), Ok(3)]);
+    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1), Ok(2), Ok(3)]);
+    assert_eq!(reads.load(Ordering::SeqCst), 5, "kept while the writer writes");
     readers.writes_end();
 }
 
-/// An answer with a row that is not one is not kept, and a connection keeps a bounded
-/// number of answers for one snapshot.
+/// An answer with a row that is not one is not kept, and the memo keeps a bounded number of
+/// rows: the answer that would take it past them empties it first.
 #[tokio::test]
-async fn only_whole_answers_are_kept_and_only_so_many() {
+async fn only_whole_answers_are_kept_and_only_so_many_rows() {
     let (dir, readers) = readers_keeping(HOUR);
     let writer = table(&dir);
     writer.execute("INSERT INTO t VALUES (1), (-1)", []).expect("insert");
     let reads = Arc::new(AtomicUsize::new(0));
-    for _ in 0..2 {
+    for _ in 0..3 {
         assert_eq!(memoized(&readers, 0, &reads).await, [Ok(1), Err(())]);
     }
-    assert_eq!(reads.load(Ordering::SeqCst), 2, "not kept");
+    assert_eq!(reads.load(Ordering::SeqCst), 3, "not kept");
 
     writer.execute("DELETE FROM t WHERE x < 0", []).expect("delete");
-    let keys = u32::try_from(MEMO_ANSWERS).expect("a small number");
-    for key in 0..=keys {
+    let keys = u32::try_from(MEMO_ROWS).expect("a small number");
+    for key in 0..keys {
+        memoized(&readers, key, &reads).await;
         memoized(&readers, key, &reads).await;
     }
     let before = reads.load(Ordering::SeqCst);
     memoized(&readers, 0, &reads).await;
-    memoized(&readers, keys, &reads).await;
-    assert_eq!(reads.load(Ordering::SeqCst), before + 1, "the first kept, the last not");
+    memoized(&readers, keys - 1, &reads).await;
+    assert_eq!(reads.load(Ordering::SeqCst), before, "as many rows as it keeps: all kept");
+    for _ in 0..3 {
+        memoized(&readers, keys, &reads).await;
+    }
+    assert_eq!(reads.load(Ordering::SeqCst), before + 2, "one row more: emptied, then kept");
+    memoized(&readers, 0, &reads).await;
+    assert_eq!(reads.load(Ordering::SeqCst), before + 3, "the rows before, let go of");
 }
 
-/// A read that fails ends the snapshot, and with it the answers kept on it; so does the
-/// snapshot's age.
+/// The answers outlast the snapshot they were read on: neither a failed read, which ends
+/// its connection's snapshot, nor the snapshot's age lets go of them, since nothing was
+/// committed. Stopping the readers does.
 #[tokio::test]
-async fn a_failed_read_or_the_snapshots_age_forgets_the_answers() {
-    let age = Duration::from_millis(200);
+async fn answers_outlast_the_snapshot_until_a_commit() {
+    let age = Duration::from_millis(50);
     let (dir, readers) = readers_keeping(age);
-    let _writer = table(&dir);
+    let writer = table(&dir);
     let reads = Arc::new(AtomicUsize::new(0));
-    memoized(&readers, 1, &reads).await;
-    memoized(&readers, 1, &reads).await;
-    assert_eq!(reads.load(Ordering::SeqCst), 1);
+    for _ in 0..3 {
+        memoized(&readers, 1, &reads).await;
+    }
+    assert_eq!(reads.load(Ordering::SeqCst), 2);
     let failed = readers.run(|c| c.query_row("SELECT * FROM no_such_table", [], |_| Ok(()))).await;
     assert!(failed.is_err());
     memoized(&readers, 1, &reads).await;
-    assert_eq!(reads.load(Ordering::SeqCst), 2, "read again after the failure");
-    std::thread::sleep(age);
+    std::thread::sleep(age * 2);
     memoized(&readers, 1, &reads).await;
-    assert_eq!(reads.load(Ordering::SeqCst), 3, "read again once the snapshot is too old");
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "kept past the failure and the age");
+    writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
+    assert_eq!(memoized(&readers, 1, &reads).await, [Ok(1)]);
+    assert_eq!(reads.load(Ordering::SeqCst), 3, "read again after a commit");
+    readers.stop();
+    let kept = readers.run_memoized(1_u32, |_: &Connection| Ok(vec![Ok::<i64, ()>(1)])).await;
+    assert!(kept.is_err(), "stopped: nothing is answered, not even what was kept");
 }
