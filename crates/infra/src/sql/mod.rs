@@ -25,9 +25,11 @@ mod connector;
 mod deliveries;
 mod delivery_claims;
 mod entity;
+mod errors;
 mod event_rows;
 mod events;
 mod failure;
+mod health;
 mod idempotency;
 mod insert;
 mod job;
@@ -51,12 +53,12 @@ mod writer;
 
 use std::sync::Arc;
 
-use animal_store_domain::RepositoryError;
-use sea_orm::{DatabaseConnection, DbErr};
-use thiserror::Error;
+use sea_orm::DatabaseConnection;
 use tokio::sync::oneshot;
 
+pub use errors::{BackupError, DatabaseError};
 pub use events::SeaOrmEventLog;
+pub use health::{DatabaseHealth, POOL_METRIC, PoolMetrics};
 pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
 pub use orders::SeaOrmOrderRepository;
@@ -71,7 +73,6 @@ use delivery_claims::Leases;
 use failure::{FailureKind, corrupt};
 use job::Writer;
 use pets::PetReaders;
-use pg_readers::PgReaders;
 use reachability::{Reachability, Reads};
 use reader_threads::ReaderThreads;
 use writer::WriterThread;
@@ -83,38 +84,6 @@ pub enum Backend {
     Sqlite,
     /// A PostgreSQL server.
     Postgres,
-}
-
-/// Why a database could not be opened or migrated.
-#[derive(Debug, Error)]
-pub enum DatabaseError {
-    /// The URL names no supported database; it holds the URL, password masked.
-    #[error("unsupported database URL {0:?}: expected sqlite://PATH, postgres://... or memory://")]
-    UnsupportedUrl(String),
-    /// The database could not be opened. (The cause is the source, not part of this
-    /// message: a chain of causes prints each once.)
-    #[error("cannot open the database")]
-    Connect(#[source] DbErr),
-    /// The schema could not be brought up to date.
-    #[error("cannot migrate the database")]
-    Migrate(#[source] DbErr),
-}
-
-/// Why a backup was not made.
-#[derive(Debug, Error)]
-pub enum BackupError {
-    /// Only SQLite databases are backed up by the service.
-    #[error("backup copies SQLite databases; for PostgreSQL use its own tools, such as pg_dump")]
-    NotSqlite,
-    /// The path is not UTF-8.
-    #[error("the backup path must be UTF-8")]
-    Path,
-    /// The file of the copy could not be created.
-    #[error("cannot create the file of the copy")]
-    Create(#[source] std::io::Error),
-    /// SQLite could not write the copy.
-    #[error("the copy failed")]
-    Copy(#[source] DbErr),
 }
 
 /// How to open a database, beyond its URL.
@@ -291,7 +260,7 @@ impl Database {
         setting: Option<&str>,
         status: Option<animal_store_domain::PetStatus>,
         after: Option<animal_store_domain::PetId>,
-    ) -> Result<Vec<String>, DbErr> {
+    ) -> Result<Vec<String>, sea_orm::DbErr> {
         use sea_orm::{ConnectionTrait, QueryTrait, TransactionTrait};
         let backend = self.readers.get_database_backend();
         let page = pets::list_query(status, after, 20).build(backend);
@@ -354,54 +323,3 @@ fn reader_thread_count() -> usize {
 
 /// The histogram of how many writes each transaction of the writer commits together.
 pub const BATCH_SIZE_METRIC: &str = "animal_store_pet_write_batch_size";
-/// The gauge of the readers' pools' connections, by `state`: `active` or `idle`.
-pub const POOL_METRIC: &str = "animal_store_db_pool_connections";
-
-/// Reports the readers' pools to the metrics, when scraped.
-pub struct PoolMetrics {
-    backend: Backend,
-    readers: DatabaseConnection,
-    pg_readers: Option<PgReaders>,
-}
-
-impl PoolMetrics {
-    /// Sets [`POOL_METRIC`] to the pools' connections now.
-    pub fn record(&self) {
-        let (mut size, mut idle) = match self.backend {
-            Backend::Sqlite => {
-                let pool = self.readers.get_sqlite_connection_pool();
-                (pool.size(), pool.num_idle())
-            }
-            Backend::Postgres => {
-                let pool = self.readers.get_postgres_connection_pool();
-                (pool.size(), pool.num_idle())
-            }
-        };
-        if let Some(pg_readers) = &self.pg_readers {
-            let (open, available) = pg_readers.connections();
-            size += u32::try_from(open).unwrap_or(u32::MAX);
-            idle += available;
-        }
-        let idle = u32::try_from(idle).unwrap_or(u32::MAX).min(size);
-        metrics::gauge!(POOL_METRIC, "state" => "active").set(f64::from(size - idle));
-        metrics::gauge!(POOL_METRIC, "state" => "idle").set(f64::from(idle));
-    }
-}
-
-/// The readiness check of a [`Database`]: `SELECT 1` through the reader pool.
-pub struct DatabaseHealth {
-    reads: Arc<Reads>,
-    readers: DatabaseConnection,
-}
-
-#[async_trait::async_trait]
-impl animal_store_domain::HealthCheck for DatabaseHealth {
-    fn name(&self) -> &'static str {
-        "database"
-    }
-
-    async fn check(&self) -> Result<(), RepositoryError> {
-        use sea_orm::ConnectionTrait;
-        self.reads.run(self.readers.execute_unprepared("SELECT 1")).await.map(drop)
-    }
-}
