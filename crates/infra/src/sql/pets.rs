@@ -65,9 +65,9 @@ impl PetReaders {
         match self {
             Self::Sqlite(threads) => {
                 let rows = rows_of(read.sqlite_sql(), read.values(), pet_from_sqlite_row);
-                // What a read answers depends on nothing but the read and the snapshot; only
-                // the reads of a page the API serves are kept, so that what a connection
-                // keeps stays bounded.
+                // What a read answers depends on nothing but the read and the database; only
+                // the reads of a page the API serves are kept, so that no one answer takes
+                // much of the memo.
                 if read.count() <= MEMOIZED_PETS {
                     threads.run_memoized(read, rows).await
                 } else {
@@ -86,7 +86,7 @@ impl PetReaders {
     }
 }
 
-/// The most pets a read reads for its answer to be kept on its snapshot: the largest page
+/// The most pets a read reads for its answer to be kept in the memo: the largest page
 /// the API serves, and the one pet more that tells whether another page follows.
 const MEMOIZED_PETS: usize = PageSize::MAX as usize + 1;
 

@@ -62,7 +62,7 @@ pub(super) struct ReaderThreads {
     /// The database's `-shm` file, whose header tells whether a kept snapshot is still the
     /// newest; `None` when it could not be opened (the connections then keep none).
     wal_index: WalIndex,
-    /// The answers of reads, for every connection, while the header they were read at lasts.
+    /// The answers of reads, for every connection, while the header read before them lasts.
     memo: Mutex<Memo>,
     /// The writer runs a transaction: the connections keep no snapshot meanwhile.
     writing: AtomicBool,
@@ -140,7 +140,7 @@ impl ReaderThreads {
 
     /// [`run`](Self::run) for a read of rows, each as a `T` or as why it is not one, whose
     /// answer names no more than `key` does: the [`Memo`] gives the answer it keeps for `key`
-    /// when the WAL index's header is still the one it was read at, and keeps the answer
+    /// when the WAL index's header is still the one read before it, and keeps the answer
     /// read on a connection for the callers' threads when every row is a `T` and the read
     /// missed lately already (see [`snapshots`](super::snapshots)).
     pub(super) async fn run_memoized<K, T, E>(
@@ -150,25 +150,34 @@ impl ReaderThreads {
     ) -> Result<Vec<Result<T, E>>, DbErr>
     where
         K: Hash + Eq + Send + 'static,
-        T: Clone + Send + 'static,
+        T: Clone + Send + Sync + 'static,
         E: Send + 'static,
     {
         let header = self.wal_index.header();
         if let Some(header) = &header
             && !self.closed.load(Ordering::Acquire)
-            && let Some(rows) = lock(&self.memo).answer::<K, T>(header, &key)
         {
-            return Ok(rows.into_iter().map(Ok).collect());
+            let kept = lock(&self.memo).answer::<K, T>(header, &key);
+            if let Some(rows) = kept {
+                return Ok(rows.iter().cloned().map(Ok).collect());
+            }
         }
         let remember = |header, rows: &Vec<Result<T, E>>| {
-            if !lock(&self.memo).missed(&key) {
+            if self.closed.load(Ordering::Acquire) || !lock(&self.memo).missed(&key) {
                 return;
             }
-            let whole = rows.iter().map(|row| row.as_ref().ok().cloned()).collect();
-            if let Some(whole) = whole {
-                let forgotten = lock(&self.memo).keep(header, key, whole);
-                drop(forgotten);
+            let whole: Option<Arc<[T]>> =
+                rows.iter().map(|row| row.as_ref().ok().cloned()).collect();
+            let Some(whole) = whole else { return };
+            let mut memo = lock(&self.memo);
+            // A read that began before a commit may end after one that began after it: its
+            // answer replaces the memo's only while its header is still the newest.
+            if !memo.holds(&header) && self.wal_index.header() != Some(header) {
+                return;
             }
+            let forgotten = memo.keep(header, key, whole);
+            drop(memo);
+            drop(forgotten);
         };
         self.run_at(header, read, remember).await
     }

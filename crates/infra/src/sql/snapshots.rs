@@ -20,9 +20,9 @@
 //!
 //! Nor does the database change while the header stays the same: the same read reads the
 //! same rows. The reads that ask for it keep their answers in one [`Memo`] for every
-//! connection, under the header they were read at, for as long as the header is that one,
+//! connection, under the header read before them, for as long as the header is that one,
 //! whether or not a snapshot is kept meanwhile: a page or a pet many clients ask for between
-//! two commits is read from SQLite once.
+//! two commits is read from SQLite until it missed twice, then answered from memory.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -30,7 +30,7 @@ use std::fs::File;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::os::unix::fs::FileExt as _;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sea_query_rusqlite::rusqlite::{self, Connection};
@@ -152,9 +152,10 @@ pub(super) struct Memo {
     answers: Answers,
     /// The rows of those answers: at most [`MEMO_ROWS`].
     rows: usize,
-    /// The hashes of the keys of reads it missed lately, each in the slot its hash names: a
-    /// read asked for once and not again (one pet of millions) costs a slot, not a copy of
-    /// its answer, and does not push out the answers of the reads asked for again.
+    /// The hashes of the keys of reads it missed lately, each in the slot its hash names (a
+    /// later miss of another key in the same slot takes its place): a read asked for once
+    /// and not again (one pet of millions) costs a slot, not a copy of its answer, and does
+    /// not push out the answers of the reads asked for again.
     missed: Box<[u64]>,
     hasher: RandomState,
 }
@@ -175,17 +176,22 @@ impl Default for Memo {
 type Answers = HashMap<(TypeId, u64), Box<dyn Any + Send>>;
 
 impl Memo {
-    /// The rows kept for `key`, if the WAL index's header is still the one they were read at.
-    pub(super) fn answer<K: Hash + Eq + 'static, T: Clone + 'static>(
+    /// The rows kept for `key`, if `header` is the one they were kept under.
+    pub(super) fn answer<K: Hash + Eq + 'static, T: Send + Sync + 'static>(
         &self,
         header: &Header,
         key: &K,
-    ) -> Option<Vec<T>> {
-        if self.header.as_ref() != Some(header) {
+    ) -> Option<Arc<[T]>> {
+        if !self.holds(header) {
             return None;
         }
-        let (kept, rows) = self.answers.get(&self.slot(key))?.downcast_ref::<(K, Vec<T>)>()?;
-        (kept == key).then(|| rows.clone())
+        let (kept, rows) = self.answers.get(&self.slot(key))?.downcast_ref::<(K, Arc<[T]>)>()?;
+        (kept == key).then(|| Arc::clone(rows))
+    }
+
+    /// Whether its answers are kept under `header`.
+    pub(super) fn holds(&self, header: &Header) -> bool {
+        self.header.as_ref() == Some(header)
     }
 
     /// Notes that a read of `key` missed; whether it had missed lately already, and so
@@ -197,33 +203,32 @@ impl Memo {
         std::mem::replace(noted, hash) == hash
     }
 
-    /// Keeps `rows`, read at `header` or after, as the answer to `key`. The answers of
-    /// another header are let go of first, and so are all of them when `rows` would take the
-    /// memo past [`MEMO_ROWS`]; what it lets go of is returned, to be dropped once the
-    /// memo's lock is released.
+    /// Keeps `rows`, read at `header` or after, as the answer to `key`, in place of the one
+    /// kept for it, if any. The answers of another header are let go of first, and so are
+    /// all of them when `rows` would take the memo past [`MEMO_ROWS`]; what it lets go of
+    /// that way is returned, to be dropped once the memo's lock is released.
     #[must_use = "the answers let go of, to drop outside the memo's lock"]
-    pub(super) fn keep<K: Hash + Send + 'static, T: Send + 'static>(
+    pub(super) fn keep<K: Hash + Send + 'static, T: Send + Sync + 'static>(
         &mut self,
         header: Header,
         key: K,
-        rows: Vec<T>,
+        rows: Arc<[T]>,
     ) -> Option<Answers> {
-        if rows.len() > MEMO_ROWS {
-            return None;
-        }
-        let forgotten =
-            (self.header != Some(header) || self.rows + rows.len() > MEMO_ROWS).then(|| {
-                self.header = Some(header);
-                self.rows = 0;
-                std::mem::take(&mut self.answers)
-            });
-        self.rows += rows.len();
         let slot = self.slot(&key);
-        // Two reads of the same key may both have missed it: count the rows once.
-        if let Some(replaced) = self.answers.insert(slot, Box::new((key, rows)))
-            && let Ok(replaced) = replaced.downcast::<(K, Vec<T>)>()
+        // Two reads of the same key may both have missed it: the last one's answer is kept.
+        if let Some(replaced) = self.answers.remove(&slot)
+            && let Some((_, replaced)) = replaced.downcast_ref::<(K, Arc<[T]>)>()
         {
-            self.rows -= replaced.1.len();
+            self.rows -= replaced.len();
+        }
+        let forgotten = (!self.holds(&header) || self.rows + rows.len() > MEMO_ROWS).then(|| {
+            self.header = Some(header);
+            self.rows = 0;
+            std::mem::take(&mut self.answers)
+        });
+        if rows.len() <= MEMO_ROWS {
+            self.rows += rows.len();
+            self.answers.insert(slot, Box::new((key, rows)));
         }
         forgotten
     }
@@ -299,5 +304,77 @@ impl Inline {
             tracing::error!(error = %err, "a database reader could not end its snapshot");
         }
         self.connection.is_autocommit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::Hasher;
+
+    use super::*;
+
+    /// A key whose every value hashes alike.
+    #[derive(PartialEq, Eq)]
+    struct Colliding(u8);
+
+    impl Hash for Colliding {
+        fn hash<H: Hasher>(&self, _: &mut H) {}
+    }
+
+    const H0: Header = [0; WAL_INDEX_HEADER];
+    const H1: Header = [1; WAL_INDEX_HEADER];
+
+    fn rows(count: usize) -> Arc<[u8]> {
+        vec![0; count].into()
+    }
+
+    /// An answer is given to its own key, rows and header only: not to another key of the
+    /// same hash, another type of row, or another header.
+    #[test]
+    fn an_answer_is_given_to_its_own_key_only() {
+        let mut memo = Memo::default();
+        drop(memo.keep(H0, Colliding(1), Arc::<[i64]>::from(vec![7])));
+        assert_eq!(memo.answer::<_, i64>(&H0, &Colliding(1)).as_deref(), Some(&[7][..]));
+        assert_eq!(memo.answer::<_, i64>(&H0, &Colliding(2)), None, "the same hash");
+        assert_eq!(memo.answer::<_, u32>(&H0, &Colliding(1)), None, "another type of row");
+        assert_eq!(memo.answer::<_, i64>(&H1, &Colliding(1)), None, "another header");
+    }
+
+    /// An answer kept again for its key replaces the one kept and is counted once; the
+    /// answer that would take the memo past its rows empties it first.
+    #[test]
+    fn an_answer_kept_again_is_counted_once() {
+        let mut memo = Memo::default();
+        for _ in 0..3 {
+            drop(memo.keep(H0, 1_u32, rows(MEMO_ROWS / 2)));
+        }
+        assert!(memo.keep(H0, 2_u32, rows(MEMO_ROWS / 2)).is_none(), "room for a second half");
+        assert!(memo.answer::<_, u8>(&H0, &1_u32).is_some());
+        let emptied = memo.keep(H0, 3_u32, rows(1));
+        assert_eq!(emptied.map(|answers| answers.len()), Some(2), "one row more: emptied first");
+        assert!(memo.answer::<_, u8>(&H0, &1_u32).is_none());
+        assert!(memo.answer::<_, u8>(&H0, &3_u32).is_some());
+    }
+
+    /// An answer kept under another header lets the answers of the one before go.
+    #[test]
+    fn an_answer_of_another_header_lets_the_others_go() {
+        let mut memo = Memo::default();
+        drop(memo.keep(H0, 1_u32, rows(1)));
+        assert!(memo.holds(&H0));
+        let emptied = memo.keep(H1, 2_u32, rows(1));
+        assert_eq!(emptied.map(|answers| answers.len()), Some(1));
+        assert!(memo.holds(&H1));
+        assert!(memo.answer::<_, u8>(&H1, &1_u32).is_none());
+        assert!(memo.answer::<_, u8>(&H1, &2_u32).is_some());
+    }
+
+    /// A read is worth keeping on its second miss, not its first.
+    #[test]
+    fn a_read_is_worth_keeping_once_it_missed_twice() {
+        let mut memo = Memo::default();
+        assert!(!memo.missed(&1_u32));
+        assert!(memo.missed(&1_u32));
+        assert!(!memo.missed(&2_u64), "another key");
     }
 }

@@ -274,3 +274,29 @@ async fn answers_outlast_the_snapshot_until_a_commit() {
     let kept = readers.run_memoized(1_u32, |_: &Connection| Ok(vec![Ok::<i64, ()>(1)])).await;
     assert!(kept.is_err(), "stopped: nothing is answered, not even what was kept");
 }
+
+/// An answer is kept under the header read before its read: a commit made while the read
+/// ran is read by the next read, not hidden behind the answer.
+#[tokio::test]
+async fn a_commit_made_during_a_read_is_not_hidden_by_its_answer() {
+    let (dir, readers) = readers_keeping(HOUR);
+    let writer = table(&dir);
+    writer.execute("INSERT INTO t VALUES (1)", []).expect("insert");
+    let path = dir.path().join("store.db");
+    let read = |commit: bool| {
+        let path = path.clone();
+        move |c: &Connection| {
+            let mut statement = c.prepare("SELECT x FROM t ORDER BY rowid")?;
+            let rows = statement.query_map([], |row| row.get::<_, i64>(0))?;
+            let rows: Vec<Result<i64, ()>> = rows.map(|x| x.map(Ok)).collect::<Result<_, _>>()?;
+            if commit {
+                Connection::open(&path)?.execute("INSERT INTO t VALUES (2)", [])?;
+            }
+            Ok(rows)
+        }
+    };
+    assert_eq!(readers.run_memoized(1_u32, read(false)).await.expect("read"), [Ok(1)]);
+    assert_eq!(readers.run_memoized(1_u32, read(true)).await.expect("read"), [Ok(1)]);
+    let after = readers.run_memoized(1_u32, read(false)).await.expect("read");
+    assert_eq!(after, [Ok(1), Ok(2)], "the commit made during the read before is read");
+}
