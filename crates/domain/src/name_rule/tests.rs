@@ -102,7 +102,7 @@ fn accepted_names() -> Vec<String> {
         "1\u{fe0f}\u{20e3}",
         "Mr Whiskers",
         " Rex ",
-        "R2-D2",
+        "BB-8",
         "Dr. Paws!",
         "ci bot #3 (staging)",
     ]

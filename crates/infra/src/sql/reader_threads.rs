@@ -63,7 +63,7 @@ pub(super) struct ReaderThreads {
     /// newest; `None` when it could not be opened (the connections then keep none).
     wal_index: WalIndex,
     /// The answers of reads, for every connection, while the header read before them lasts.
-    memo: Mutex<Memo>,
+    memo: Memo,
     /// The writer runs a transaction: the connections keep no snapshot meanwhile.
     writing: AtomicBool,
     /// How long a snapshot is kept at most: [`SNAPSHOT_AGE`].
@@ -96,7 +96,7 @@ impl ReaderThreads {
         let readers = Self {
             inline,
             wal_index,
-            memo: Mutex::default(),
+            memo: Memo::default(),
             writing: AtomicBool::new(false),
             snapshot_age,
             jobs,
@@ -135,7 +135,7 @@ impl ReaderThreads {
     /// the way, otherwise on one of the threads, and waits for its result there. A read
     /// whose caller stopped waiting before a thread took it is skipped.
     pub(super) async fn run<T: Send + 'static>(&self, read: impl Read<T>) -> Result<T, DbErr> {
-        self.run_at(self.wal_index.header(), read, |_, _| {}).await
+        self.run_at(HeaderAt::Taken, read, |_, _| {}).await
     }
 
     /// [`run`](Self::run) for a read of rows, each as a `T` or as why it is not one, whose
@@ -154,39 +154,32 @@ impl ReaderThreads {
         E: Send + 'static,
     {
         let header = self.wal_index.header();
+        let slot = self.memo.slot(&key);
         if let Some(header) = &header
             && !self.closed.load(Ordering::Acquire)
+            && let Some(rows) = self.memo.answer::<K, T>(header, slot, &key)
         {
-            let kept = lock(&self.memo).answer::<K, T>(header, &key);
-            if let Some(rows) = kept {
-                return Ok(rows.iter().cloned().map(Ok).collect());
-            }
+            return Ok(rows.iter().cloned().map(Ok).collect());
         }
         let remember = |header, rows: &Vec<Result<T, E>>| {
-            if self.closed.load(Ordering::Acquire) || !lock(&self.memo).missed(&key) {
+            if self.closed.load(Ordering::Acquire) || !self.memo.missed(slot) {
                 return;
             }
             let whole: Option<Arc<[T]>> =
                 rows.iter().map(|row| row.as_ref().ok().cloned()).collect();
-            let Some(whole) = whole else { return };
-            let mut memo = lock(&self.memo);
-            // A read that began before a commit may end after one that began after it: its
-            // answer replaces the memo's only while its header is still the newest.
-            if !memo.holds(&header) && self.wal_index.header() != Some(header) {
-                return;
+            if let Some(whole) = whole {
+                let is_newest = || self.wal_index.header() == Some(header);
+                self.memo.keep(header, slot, key, whole, is_newest);
             }
-            let forgotten = memo.keep(header, key, whole);
-            drop(memo);
-            drop(forgotten);
         };
-        self.run_at(header, read, remember).await
+        self.run_at(HeaderAt::Before(header), read, remember).await
     }
 
-    /// [`run`](Self::run), `header` being the WAL index's header read before it, with the
-    /// answer read on a connection for the callers' threads given to `remember`.
+    /// [`run`](Self::run), with the WAL index's header read as `header` says, and the answer
+    /// read on a connection for the callers' threads given to `remember`.
     async fn run_at<T: Send + 'static>(
         &self,
-        header: Option<Header>,
+        header: HeaderAt,
         read: impl Read<T>,
         remember: impl FnOnce(Header, &T) + Send,
     ) -> Result<T, DbErr> {
@@ -208,12 +201,12 @@ impl ReaderThreads {
     }
 
     /// Runs `read` on the first free connection for the callers' threads, on its kept
-    /// snapshot, and gives its answer to `remember` with `header`, the WAL index's header
-    /// read before it (the answer was read there or after); `None` when no connection is
-    /// free, or when SQLite would have had to wait for a lock.
+    /// snapshot, and gives its answer to `remember` with the WAL index's header read before
+    /// it (the answer was read there or after); `None` when no connection is free, or when
+    /// SQLite would have had to wait for a lock.
     fn run_here<T>(
         &self,
-        header: Option<Header>,
+        header: HeaderAt,
         read: &impl Read<T>,
         remember: impl FnOnce(Header, &T),
     ) -> Option<Result<T, DbErr>> {
@@ -222,7 +215,13 @@ impl ReaderThreads {
             .iter()
             .find_map(|slot| slot.try_lock().ok().filter(|slot| slot.is_some()))?;
         let inline = slot.as_mut()?;
-        let kept = header.filter(|_| !self.writing.load(Ordering::SeqCst));
+        let writing = self.writing.load(Ordering::SeqCst);
+        let header = match header {
+            HeaderAt::Before(header) => header,
+            HeaderAt::Taken if writing => None,
+            HeaderAt::Taken => self.wal_index.header(),
+        };
+        let kept = header.filter(|_| !writing);
         if let Err(err) = inline.snapshot(kept, self.snapshot_age) {
             // The reader threads take the reads this connection would have.
             tracing::error!(error = %err, "a database reader could not start a snapshot");
@@ -291,8 +290,7 @@ impl ReaderThreads {
         for slot in self.inline.iter() {
             retire(&mut lock(slot));
         }
-        let forgotten = lock(&self.memo).clear();
-        drop(forgotten);
+        self.memo.clear();
         let threads = std::mem::take(&mut *self.lock_threads());
         for _ in &threads {
             let _ = self.jobs.send(Message::Stop);
@@ -319,6 +317,16 @@ pub(super) fn rows_of<T: 'static, V: ToSql + Send + 'static>(
         let rows = prepared.query_map(rusqlite::params_from_iter(&values), row)?;
         rows.collect()
     }
+}
+
+/// When a read reads the WAL index's header.
+#[derive(Clone, Copy)]
+enum HeaderAt {
+    /// Before it, as this: a memoized read looks its answer up under it first.
+    Before(Option<Header>),
+    /// Once a connection for the callers' threads was taken, for its snapshot, and not
+    /// while the writer writes (no snapshot is kept then).
+    Taken,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -30,7 +30,7 @@ use std::fs::File;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::os::unix::fs::FileExt as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use sea_query_rusqlite::rusqlite::{self, Connection};
@@ -146,7 +146,15 @@ fn open_without_access_times(path: &Path) -> std::io::Result<File> {
 /// read's key names everything its answer depends on but the database. Every answer was
 /// read at one WAL index's header, or later, and is given only to a read that finds the
 /// header the same: nothing was committed since, or the commit is one the read may see.
+/// It is shared by every connection, behind a lock of its own; what it lets go of is
+/// dropped after that lock is released.
 pub(super) struct Memo {
+    kept: Mutex<Kept>,
+    hasher: RandomState,
+}
+
+/// What a [`Memo`] keeps, under its lock.
+struct Kept {
     /// The header its answers were read at, or after; `None` while it keeps none.
     header: Option<Header>,
     answers: Answers,
@@ -157,92 +165,105 @@ pub(super) struct Memo {
     /// and not again (one pet of millions) costs a slot, not a copy of its answer, and does
     /// not push out the answers of the reads asked for again.
     missed: Box<[u64]>,
-    hasher: RandomState,
 }
+
+/// Each answer with its key, by the key's [`Slot`].
+type Answers = HashMap<Slot, Box<dyn Any + Send>>;
+
+/// Where a [`Memo`] keeps the answer to a key: the key's type and hash, computed once a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Slot(TypeId, u64);
 
 impl Default for Memo {
     fn default() -> Self {
-        Self {
+        let kept = Kept {
             header: None,
             answers: Answers::default(),
             rows: 0,
             missed: vec![0; MISSES_NOTED].into_boxed_slice(),
-            hasher: RandomState::new(),
-        }
+        };
+        Self { kept: Mutex::new(kept), hasher: RandomState::new() }
     }
 }
 
-/// A [`Memo`]'s answers, each with its key, by the key's type and hash.
-type Answers = HashMap<(TypeId, u64), Box<dyn Any + Send>>;
-
 impl Memo {
-    /// The rows kept for `key`, if `header` is the one they were kept under.
-    pub(super) fn answer<K: Hash + Eq + 'static, T: Send + Sync + 'static>(
+    /// The slot of `key`, for the calls below.
+    pub(super) fn slot<K: Hash + 'static>(&self, key: &K) -> Slot {
+        Slot(TypeId::of::<K>(), self.hasher.hash_one(key))
+    }
+
+    /// The rows kept for `key` (in `slot`), if `header` is the one they were kept under.
+    pub(super) fn answer<K: Eq + 'static, T: Send + Sync + 'static>(
         &self,
         header: &Header,
+        slot: Slot,
         key: &K,
     ) -> Option<Arc<[T]>> {
-        if !self.holds(header) {
+        let kept = self.lock();
+        if kept.header.as_ref() != Some(header) {
             return None;
         }
-        let (kept, rows) = self.answers.get(&self.slot(key))?.downcast_ref::<(K, Arc<[T]>)>()?;
-        (kept == key).then(|| Arc::clone(rows))
+        let (kept_key, rows) = kept.answers.get(&slot)?.downcast_ref::<(K, Arc<[T]>)>()?;
+        (kept_key == key).then(|| Arc::clone(rows))
     }
 
-    /// Whether its answers are kept under `header`.
-    pub(super) fn holds(&self, header: &Header) -> bool {
-        self.header.as_ref() == Some(header)
-    }
-
-    /// Notes that a read of `key` missed; whether it had missed lately already, and so
-    /// whether its answer is worth keeping.
-    pub(super) fn missed<K: Hash + 'static>(&mut self, key: &K) -> bool {
-        let (_, hash) = self.slot(key);
+    /// Notes that a read of the key in `slot` missed; whether it had missed lately already,
+    /// and so whether its answer is worth keeping.
+    pub(super) fn missed(&self, slot: Slot) -> bool {
+        let Slot(_, hash) = slot;
         #[expect(clippy::cast_possible_truncation, reason = "a remainder below MISSES_NOTED")]
-        let noted = &mut self.missed[(hash % MISSES_NOTED as u64) as usize];
-        std::mem::replace(noted, hash) == hash
+        let index = (hash % MISSES_NOTED as u64) as usize;
+        std::mem::replace(&mut self.lock().missed[index], hash) == hash
     }
 
-    /// Keeps `rows`, read at `header` or after, as the answer to `key`, in place of the one
-    /// kept for it, if any. The answers of another header are let go of first, and so are
-    /// all of them when `rows` would take the memo past [`MEMO_ROWS`]; what it lets go of
-    /// that way is returned, to be dropped once the memo's lock is released.
-    #[must_use = "the answers let go of, to drop outside the memo's lock"]
-    pub(super) fn keep<K: Hash + Send + 'static, T: Send + Sync + 'static>(
-        &mut self,
+    /// Keeps `rows`, read at `header` or after, as the answer to `key` (in `slot`), in place
+    /// of the one kept for it, if any. The answers of another header are let go of first,
+    /// when `is_newest` says `header` is still the newest (asked only then: otherwise the
+    /// answer is not kept, so that a read that began before a commit and ended after one
+    /// that began after it does not put the older header back), and so are all of them when
+    /// `rows` would take the memo past [`MEMO_ROWS`].
+    pub(super) fn keep<K: Send + 'static, T: Send + Sync + 'static>(
+        &self,
         header: Header,
+        slot: Slot,
         key: K,
         rows: Arc<[T]>,
-    ) -> Option<Answers> {
-        let slot = self.slot(&key);
+        is_newest: impl FnOnce() -> bool,
+    ) {
+        let mut kept = self.lock();
+        let another = kept.header != Some(header);
+        if rows.len() > MEMO_ROWS || (another && !is_newest()) {
+            return;
+        }
         // Two reads of the same key may both have missed it: the last one's answer is kept.
-        if let Some(replaced) = self.answers.remove(&slot)
+        if let Some(replaced) = kept.answers.remove(&slot)
             && let Some((_, replaced)) = replaced.downcast_ref::<(K, Arc<[T]>)>()
         {
-            self.rows -= replaced.len();
+            kept.rows -= replaced.len();
         }
-        let forgotten = (!self.holds(&header) || self.rows + rows.len() > MEMO_ROWS).then(|| {
-            self.header = Some(header);
-            self.rows = 0;
-            std::mem::take(&mut self.answers)
+        let forgotten = (another || kept.rows + rows.len() > MEMO_ROWS).then(|| {
+            kept.header = Some(header);
+            kept.rows = 0;
+            std::mem::take(&mut kept.answers)
         });
-        if rows.len() <= MEMO_ROWS {
-            self.rows += rows.len();
-            self.answers.insert(slot, Box::new((key, rows)));
-        }
-        forgotten
+        kept.rows += rows.len();
+        kept.answers.insert(slot, Box::new((key, rows)));
+        drop(kept);
+        drop(forgotten);
     }
 
-    /// Lets go of every answer, returned to be dropped outside the memo's lock.
-    #[must_use = "the answers let go of, to drop outside the memo's lock"]
-    pub(super) fn clear(&mut self) -> Answers {
-        self.header = None;
-        self.rows = 0;
-        std::mem::take(&mut self.answers)
+    /// Lets go of every answer.
+    pub(super) fn clear(&self) {
+        let mut kept = self.lock();
+        kept.header = None;
+        kept.rows = 0;
+        let forgotten = std::mem::take(&mut kept.answers);
+        drop(kept);
+        drop(forgotten);
     }
 
-    fn slot<K: Hash + 'static>(&self, key: &K) -> (TypeId, u64) {
-        (TypeId::of::<K>(), self.hasher.hash_one(key))
+    fn lock(&self) -> MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -328,53 +349,64 @@ mod tests {
         vec![0; count].into()
     }
 
+    fn keep(memo: &Memo, header: Header, key: u32, rows: Arc<[u8]>) {
+        memo.keep(header, memo.slot(&key), key, rows, || true);
+    }
+
+    fn kept(memo: &Memo, header: Header, key: u32) -> bool {
+        memo.answer::<_, u8>(&header, memo.slot(&key), &key).is_some()
+    }
+
     /// An answer is given to its own key, rows and header only: not to another key of the
     /// same hash, another type of row, or another header.
     #[test]
     fn an_answer_is_given_to_its_own_key_only() {
-        let mut memo = Memo::default();
-        drop(memo.keep(H0, Colliding(1), Arc::<[i64]>::from(vec![7])));
-        assert_eq!(memo.answer::<_, i64>(&H0, &Colliding(1)).as_deref(), Some(&[7][..]));
-        assert_eq!(memo.answer::<_, i64>(&H0, &Colliding(2)), None, "the same hash");
-        assert_eq!(memo.answer::<_, u32>(&H0, &Colliding(1)), None, "another type of row");
-        assert_eq!(memo.answer::<_, i64>(&H1, &Colliding(1)), None, "another header");
+        let memo = Memo::default();
+        let (one, two) = (Colliding(1), Colliding(2));
+        let slot = memo.slot(&one);
+        assert_eq!(slot, memo.slot(&two), "the same hash");
+        memo.keep(H0, slot, one, Arc::<[i64]>::from(vec![7]), || true);
+        let one = Colliding(1);
+        assert_eq!(memo.answer::<_, i64>(&H0, slot, &one).as_deref(), Some(&[7][..]));
+        assert_eq!(memo.answer::<_, i64>(&H0, slot, &two), None, "another key");
+        assert_eq!(memo.answer::<_, u32>(&H0, slot, &one), None, "another type of row");
+        assert_eq!(memo.answer::<_, i64>(&H1, slot, &one), None, "another header");
     }
 
     /// An answer kept again for its key replaces the one kept and is counted once; the
     /// answer that would take the memo past its rows empties it first.
     #[test]
     fn an_answer_kept_again_is_counted_once() {
-        let mut memo = Memo::default();
+        let memo = Memo::default();
         for _ in 0..3 {
-            drop(memo.keep(H0, 1_u32, rows(MEMO_ROWS / 2)));
+            keep(&memo, H0, 1, rows(MEMO_ROWS / 2));
         }
-        assert!(memo.keep(H0, 2_u32, rows(MEMO_ROWS / 2)).is_none(), "room for a second half");
-        assert!(memo.answer::<_, u8>(&H0, &1_u32).is_some());
-        let emptied = memo.keep(H0, 3_u32, rows(1));
-        assert_eq!(emptied.map(|answers| answers.len()), Some(2), "one row more: emptied first");
-        assert!(memo.answer::<_, u8>(&H0, &1_u32).is_none());
-        assert!(memo.answer::<_, u8>(&H0, &3_u32).is_some());
+        keep(&memo, H0, 2, rows(MEMO_ROWS / 2));
+        assert!(kept(&memo, H0, 1) && kept(&memo, H0, 2), "room for a second half");
+        keep(&memo, H0, 3, rows(1));
+        assert!(!kept(&memo, H0, 1) && !kept(&memo, H0, 2), "one row more: emptied first");
+        assert!(kept(&memo, H0, 3));
     }
 
-    /// An answer kept under another header lets the answers of the one before go.
+    /// An answer kept under another header lets the answers of the one before go, if that
+    /// header is the newest; otherwise it is not kept.
     #[test]
     fn an_answer_of_another_header_lets_the_others_go() {
-        let mut memo = Memo::default();
-        drop(memo.keep(H0, 1_u32, rows(1)));
-        assert!(memo.holds(&H0));
-        let emptied = memo.keep(H1, 2_u32, rows(1));
-        assert_eq!(emptied.map(|answers| answers.len()), Some(1));
-        assert!(memo.holds(&H1));
-        assert!(memo.answer::<_, u8>(&H1, &1_u32).is_none());
-        assert!(memo.answer::<_, u8>(&H1, &2_u32).is_some());
+        let memo = Memo::default();
+        keep(&memo, H0, 1, rows(1));
+        memo.keep(H1, memo.slot(&2_u32), 2_u32, rows(1), || false);
+        assert!(kept(&memo, H0, 1) && !kept(&memo, H1, 2), "an older header: not kept");
+        keep(&memo, H1, 2, rows(1));
+        assert!(!kept(&memo, H0, 1) && !kept(&memo, H1, 1));
+        assert!(kept(&memo, H1, 2));
     }
 
     /// A read is worth keeping on its second miss, not its first.
     #[test]
     fn a_read_is_worth_keeping_once_it_missed_twice() {
-        let mut memo = Memo::default();
-        assert!(!memo.missed(&1_u32));
-        assert!(memo.missed(&1_u32));
-        assert!(!memo.missed(&2_u64), "another key");
+        let memo = Memo::default();
+        assert!(!memo.missed(memo.slot(&1_u32)));
+        assert!(memo.missed(memo.slot(&1_u32)));
+        assert!(!memo.missed(memo.slot(&2_u64)), "another key");
     }
 }
