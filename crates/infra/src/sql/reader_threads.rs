@@ -11,13 +11,14 @@
 //!   0), so a caller's thread, a runtime worker, is never held waiting;
 //! - a read that finds no connection free, or that met a lock (a WAL recovery, an
 //!   operator's `VACUUM`), goes to a few threads that each own a connection which waits
-//!   for locks, and take reads from one queue: one hop there and one back.
+//!   for locks, and take reads from one queue: one hop there and one back ([`queue`]).
 //!
 //! The connections are read-only (`PRAGMA query_only`): every write still goes through the
 //! writer (see `writer.rs`). Under WAL they read beside it without waiting.
 //!
 //! A connection for the callers' threads keeps its read transaction, its snapshot, from one
-//! read to the next while nothing was committed: see [`snapshots`](super::snapshots).
+//! read to the next while nothing was committed: see [`snapshots`](super::snapshots). The
+//! reads that ask for it are answered from one [`Memo`] while nothing was committed.
 
 use std::hash::Hash;
 use std::panic::AssertUnwindSafe;
@@ -25,27 +26,19 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::Sender;
 use sea_orm::{DbErr, RuntimeErr};
 use sea_query_rusqlite::RusqliteValue;
 use sea_query_rusqlite::rusqlite::{self, Connection, OpenFlags, ToSql};
 use tokio::sync::oneshot;
 
-use super::connector::{SQLITE_READER_CACHE_KIB, close_sqlite};
-use super::snapshots::{Header, Inline, Memo, SNAPSHOT_AGE, WalIndex, end_old_snapshots, retire};
-
-/// How long a reader thread waits for SQLite's locks (a WAL recovery, an operator's
-/// `VACUUM`) before its read fails.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-type Job = Box<dyn FnOnce(&Connection) + Send>;
-
-enum Message {
-    Run(Job),
-    Stop,
-}
+use super::connector::SQLITE_READER_CACHE_KIB;
+use super::memo::Memo;
+use super::snapshots::{Inline, SNAPSHOT_AGE, retire};
+use super::wal_index::{Header, WalIndex};
+use queue::{Job, Message};
 
 /// A read: runs on whichever connection takes it, at most twice (on the caller's thread,
 /// then on a reader thread when it met a lock there).
@@ -104,29 +97,11 @@ impl ReaderThreads {
             threads: Mutex::default(),
         };
         for index in 0..count {
-            let (opened, open) = std::sync::mpsc::channel();
-            let (path, queue) = (path.to_owned(), queue.clone());
             // The first thread also ends the snapshots kept too long by idle connections.
             let sweep = (index == 0).then(|| (Arc::clone(&readers.inline), snapshot_age));
-            let thread = std::thread::Builder::new()
-                .name(format!("sqlite-reader-{index}"))
-                .spawn(move || match open_connection(&path, BUSY_TIMEOUT) {
-                    Ok(connection) => {
-                        let _ = opened.send(Ok(()));
-                        serve(&connection, &queue, sweep.as_ref().map(|(s, age)| (&**s, *age)));
-                        close_sqlite(connection, "a database reader");
-                    }
-                    Err(err) => {
-                        let _ = opened.send(Err(err));
-                    }
-                })
-                .map_err(|err| internal(format_args!("cannot start a reader thread: {err}")))?;
+            let (thread, opened) = queue::spawn(index, path, queue.clone(), sweep)?;
             readers.lock_threads().push(thread);
-            match open.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => return Err(err),
-                Err(_) => return Err(internal("a reader thread ended while opening")),
-            }
+            opened?;
         }
         Ok(readers)
     }
@@ -142,7 +117,7 @@ impl ReaderThreads {
     /// answer names no more than `key` does: the [`Memo`] gives the answer it keeps for `key`
     /// when the WAL index's header is still the one read before it, and keeps the answer
     /// read on a connection for the callers' threads when every row is a `T` and the read
-    /// missed lately already (see [`snapshots`](super::snapshots)).
+    /// missed lately already (see [`memo`](super::memo)).
     pub(super) async fn run_memoized<K, T, E>(
         &self,
         key: K,
@@ -349,7 +324,7 @@ impl Drop for ReaderThreads {
 
 /// A read-only connection to the file at `path` that waits `busy_timeout` for a lock before
 /// it fails. The file must exist: the writer creates it and migrates it first.
-fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, DbErr> {
+pub(super) fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, DbErr> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let connection = Connection::open_with_flags(path, flags).map_err(internal)?;
     // The busy timeout first: from then on, a lock another connection holds (a migration, a
@@ -363,44 +338,14 @@ fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, Db
     Ok(connection)
 }
 
-/// A thread's loop: jobs until told to stop or the queue is gone. A job that panics is
-/// logged and dropped (its caller sees a failed read); the thread goes on.
-///
-/// With `sweep`, the connections for the callers' threads and the longest a snapshot is kept,
-/// it also ends, that often, the snapshots kept longer on those that are not reading.
-fn serve(
-    connection: &Connection,
-    queue: &Receiver<Message>,
-    sweep: Option<(&[Mutex<Option<Inline>>], Duration)>,
-) {
-    let mut swept = Instant::now();
-    loop {
-        let wait = sweep.map_or(Duration::MAX, |(_, age)| age);
-        match queue.recv_timeout(wait) {
-            Ok(Message::Run(job)) => {
-                if std::panic::catch_unwind(AssertUnwindSafe(|| job(connection))).is_err() {
-                    tracing::error!("a database read panicked");
-                }
-            }
-            Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-        if let Some((slots, age)) = sweep
-            && swept.elapsed() >= age
-        {
-            swept = Instant::now();
-            end_old_snapshots(slots, age);
-        }
-    }
-}
-
-fn internal(message: impl std::fmt::Display) -> DbErr {
+pub(super) fn internal(message: impl std::fmt::Display) -> DbErr {
     DbErr::Query(RuntimeErr::Internal(message.to_string()))
 }
 
-fn closed() -> DbErr {
+pub(super) fn closed() -> DbErr {
     internal("the database is closed")
 }
 
+mod queue;
 #[cfg(test)]
 mod tests;

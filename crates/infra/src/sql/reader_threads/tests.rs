@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use super::*;
-use crate::sql::snapshots::{KEEP_BELOW_FRAMES, MEMO_ROWS};
+use crate::sql::memo::MEMO_ROWS;
+use crate::sql::snapshots::KEEP_BELOW_FRAMES;
 
 /// Where a read ran: the caller's thread, or a reader thread.
 fn thread_name() -> String {
