@@ -1,6 +1,7 @@
 //! Conditional requests through the real binary: the reads carry an `ETag` of their exact
 //! body, a request that names it gets `304 Not Modified` without a body and with the
-//! rate-limit headers, and a 304 spends nothing of the key's day (it counts in its minute).
+//! rate-limit headers, and a 304 spends nothing of the key's day (it counts in its minute);
+//! on a write, `If-None-Match` is a precondition, 412 for an animal that exists.
 
 use crate::harness::{Client, Server, json};
 
@@ -88,4 +89,51 @@ async fn a_changed_answer_has_a_new_tag() {
     assert_eq!(pets[0]["name"], "Tom");
     let inquiry = get(&client, &server.url("/v1/rate_limit"), None).await;
     assert!(!inquiry.headers().contains_key("etag"), "the rate limit is never cached");
+}
+
+/// `If-None-Match` on a write is a precondition (RFC 9110 §13.1.2): `*`, or the animal's
+/// own tag, is 412 whenever it exists and changes nothing; another tag lets the write go.
+/// A body of any `+json` type but a merge patch and `application/json` (a JSON Patch, say)
+/// is 415 with `Accept-Patch`.
+#[tokio::test]
+async fn if_none_match_on_a_write_of_an_existing_animal_is_412() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = Server::start("memory://", dir.path().to_path_buf(), &[]);
+    let client = Client::new(server.ready["keys"]["demo"].as_str().expect("a key"));
+    let created = client.post(&server.url("/v1/pets"), r#"{"name":"Tom","categoryId":3}"#).await;
+    let tag = created.headers()["etag"].to_str().expect("text").to_owned();
+    let url = server.url(&format!("/v1/pets/{}", json(created).await["id"]));
+    let write = |method: reqwest::Method, condition: &str, content_type: &str| {
+        client
+            .raw()
+            .request(method, &url)
+            .bearer_auth(client.key())
+            .header("if-none-match", condition)
+            .header("content-type", content_type)
+            .body(r#"{"name":"Tim"}"#)
+            .send()
+    };
+    for condition in ["*", tag.as_str(), &format!("W/{tag}")] {
+        for method in [reqwest::Method::PATCH, reqwest::Method::DELETE] {
+            let refused = write(method.clone(), condition, "application/merge-patch+json");
+            let refused = refused.await.expect("a response");
+            assert_eq!(refused.status(), 412, "{method} If-None-Match: {condition}");
+            let body = json(refused).await;
+            assert_eq!(body["code"], "precondition_failed", "{body}");
+        }
+    }
+    assert_eq!(json(get(&client, &url, None).await).await["name"], "Tom", "nothing changed");
+    let other = write(reqwest::Method::PATCH, "\"other\"", "application/json").await;
+    assert_eq!(json(other.expect("a response")).await["name"], "Tim");
+
+    for content_type in ["application/json-patch+json", "application/problem+json", "text/plain"] {
+        let refused = write(reqwest::Method::PATCH, "\"other\"", content_type).await;
+        let refused = refused.expect("a response");
+        assert_eq!(refused.status(), 415, "{content_type}");
+        let accepted = refused.headers()["accept-patch"].to_str().expect("text").to_owned();
+        assert!(accepted.contains("application/merge-patch+json"), "{accepted}");
+        assert_eq!(json(refused).await["code"], "unsupported_media_type");
+    }
+    let gone = write(reqwest::Method::DELETE, "*", "application/json").await;
+    assert_eq!(gone.expect("a response").status(), 412);
 }

@@ -40,4 +40,5 @@ mod scopes;
 mod secrets;
 mod shared_limits;
 mod stability;
+mod webhook_defences;
 mod webhooks;

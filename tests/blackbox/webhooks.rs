@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::harness::{Client, Db, Server, json};
 
 /// Lets a server call receivers on loopback, and retry within milliseconds.
-const TEST_FLAGS: [&str; 3] = ["--webhooks-allow-private", "--webhook-retry-unit", "1ms"];
+pub const TEST_FLAGS: [&str; 3] = ["--webhooks-allow-private", "--webhook-retry-unit", "1ms"];
 
 /// One request a [`Receiver`] got.
 #[derive(Debug, Clone)]
@@ -91,17 +91,17 @@ impl Receiver {
     }
 }
 
-async fn register(client: &Client, server: &Server, body: &Value) -> reqwest::Response {
+pub async fn register(client: &Client, server: &Server, body: &Value) -> reqwest::Response {
     client.post(&server.url("/v1/webhook_endpoints"), &body.to_string()).await
 }
 
-async fn patch(client: &Client, url: &str, body: &Value) -> reqwest::Response {
+pub async fn patch(client: &Client, url: &str, body: &Value) -> reqwest::Response {
     let request = client.raw().patch(url).bearer_auth(client.key());
     let request = request.header("content-type", "application/json").body(body.to_string());
     request.send().await.expect("a response")
 }
 
-async fn error(resp: reqwest::Response, status: u16, code: &str) -> Value {
+pub async fn error(resp: reqwest::Response, status: u16, code: &str) -> Value {
     assert_eq!(resp.status(), status);
     assert!(resp.headers().contains_key("x-ratelimit-remaining"));
     let body = json(resp).await;
@@ -113,7 +113,7 @@ async fn error(resp: reqwest::Response, status: u16, code: &str) -> Value {
     body
 }
 
-async fn add_pet(client: &Client, server: &Server, name: &str) -> Value {
+pub async fn add_pet(client: &Client, server: &Server, name: &str) -> Value {
     let body = json!({"name": name, "categoryId": 1}).to_string();
     let resp = client.post(&server.url("/v1/pets"), &body).await;
     assert_eq!(resp.status(), 201);
@@ -122,7 +122,12 @@ async fn add_pet(client: &Client, server: &Server, name: &str) -> Value {
 
 /// The attempts `listWebhookDeliveries` shows for `endpoint`, once there are at least
 /// `count` of them, or as they are after 10 s.
-async fn attempts(client: &Client, server: &Server, endpoint: &Value, count: usize) -> Vec<Value> {
+pub async fn attempts(
+    client: &Client,
+    server: &Server,
+    endpoint: &Value,
+    count: usize,
+) -> Vec<Value> {
     let url = server.url(&format!("/v1/webhook_endpoints/{}/deliveries", endpoint["id"]));
     let mut listed = Vec::new();
     for _ in 0..200 {
@@ -136,10 +141,10 @@ async fn attempts(client: &Client, server: &Server, endpoint: &Value, count: usi
 }
 
 /// The first attempt made for `endpoint` (`null` when none was made within 10 s).
-async fn first_attempt(client: &Client, server: &Server, endpoint: &Value) -> Value {
+pub async fn first_attempt(client: &Client, server: &Server, endpoint: &Value) -> Value {
     attempts(client, server, endpoint, 1).await.first().cloned().unwrap_or(Value::Null)
 }
-async fn endpoints(client: &Client, server: &Server) -> Vec<Value> {
+pub async fn endpoints(client: &Client, server: &Server) -> Vec<Value> {
     let resp = client.get(&server.url("/v1/webhook_endpoints")).await;
     assert_eq!(resp.status(), 200);
     json(resp).await.as_array().cloned().expect("an array")
@@ -529,8 +534,8 @@ async fn a_name_that_resolves_elsewhere_at_delivery_is_refused_there() {
     let client = Client::new(&db.key("business"));
     let receiver = Receiver::start(Vec::new()).await;
     let hosts = db.path().join("hosts");
-    // A documentation address (TEST-NET-3): public, never connected to.
-    std::fs::write(&hosts, "127.0.0.1 localhost\n203.0.113.7 rebinding.test\n").unwrap();
+    // A public address, never connected to.
+    std::fs::write(&hosts, "127.0.0.1 localhost\n93.184.215.14 rebinding.test\n").unwrap();
     let server = Server::start_with_hosts(
         &db.url,
         db.path().to_path_buf(),

@@ -45,6 +45,14 @@ pub fn names<'v>(values: impl IntoIterator<Item = &'v HeaderValue>, etag: &str) 
     })
 }
 
+/// Whether `If-None-Match` (its values `values`, none when it is absent) holds for the
+/// current body `body` of a resource a write would change (RFC 9110 §13.1.2): it fails when
+/// it is `*` (there is a current representation) or names one of its tags, weak ones
+/// included.
+pub fn none_match_holds(values: &[HeaderValue], body: &[u8]) -> bool {
+    values.is_empty() || !representations(body).any(|tag| names(values, &tag))
+}
+
 /// The representations `of` tags for one body: the unencoded one and each coding's.
 fn representations(body: &[u8]) -> impl Iterator<Item = String> {
     let plain = of(body, None);

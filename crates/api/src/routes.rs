@@ -50,8 +50,9 @@ struct RouteMethod {
     takes_idempotency_key: bool,
     /// It reads the caller's rate limit without spending it.
     is_inquiry: bool,
-    /// It declares `If-None-Match`: its answers carry an `ETag`, and a conditional request
-    /// may be answered `304 Not Modified`.
+    /// A read that declares `If-None-Match`: its answers carry an `ETag`, and a conditional
+    /// request may be answered `304 Not Modified`. (A write that declares it reads it as a
+    /// precondition of its own, answered 412.)
     is_conditional: bool,
     /// The scope a key needs to call it (the document's `x-scope`, from the same rule).
     scope: Scope,
@@ -79,6 +80,7 @@ impl RouteMethod {
     fn of_operation(method: Method, op: &Value) -> Self {
         let operation = op["operationId"].as_str();
         let scope = scope_of(&method);
+        let is_conditional = method == Method::GET && declares_header(op, IF_NONE_MATCH);
         Self {
             method,
             reaches: Reaches::Operation,
@@ -86,7 +88,7 @@ impl RouteMethod {
             deprecation: operation.and_then(Deprecation::of),
             takes_idempotency_key: declares_header(op, IDEMPOTENCY_KEY.as_str()),
             is_inquiry: operation == Some(GET_RATE_LIMIT),
-            is_conditional: declares_header(op, IF_NONE_MATCH),
+            is_conditional,
             scope,
             body_types: op["requestBody"]["content"]
                 .as_object()

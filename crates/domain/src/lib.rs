@@ -21,7 +21,8 @@
 //! - [`rate_limit`]: rate-limit windows and the decision to admit a request, as pure functions,
 //!   and the [`RateLimiter`] port.
 //! - [`webhook`]: webhook endpoints and their secrets; [`webhook_url`]: their addresses;
-//!   [`webhooks`]: the endpoints' use cases, and the deliverer.
+//!   [`global_address`]: which addresses may be called; [`webhooks`]: the endpoints' use
+//!   cases, and the deliverer.
 //! - [`delivery`]: deliveries of events to endpoints, their attempts and their schedule.
 //! - [`ports`]: the traits adapters implement (storage, clock).
 //! - [`service`]: the pet use cases the HTTP layer calls; [`keys`]: the key use cases of
@@ -36,6 +37,7 @@ pub mod delivery;
 pub mod event;
 pub mod events;
 pub mod excerpt;
+pub mod global_address;
 pub mod idempotency;
 pub mod idempotency_service;
 pub mod keys;

@@ -1,12 +1,13 @@
 //! The webhook client: endpoint hosts resolved and checked, deliveries posted and signed.
 //!
-//! No server-side request forgery: an address the service must not call (see
-//! [`is_refused_address`]) is refused when an endpoint is registered ([`DnsAddressCheck`])
-//! and at every attempt ([`HttpSender`]), where the check is made by the client's own
-//! resolver on the very addresses it then connects to: a name that resolved to a public
-//! address at registration and to a private one now is refused now, and no second lookup
-//! can slip another address in between (DNS rebinding). An IP address written in the URL
-//! is never resolved, so it is checked before the request.
+//! No server-side request forgery: an address the service must not call (one that is not
+//! public, see [`is_refused_address`], or one of the machine's own interfaces, whose ports
+//! its database and Redis may listen on) is refused when an endpoint is registered
+//! ([`DnsAddressCheck`]) and at every attempt ([`HttpSender`]), where the check is made by
+//! the client's own resolver on the very addresses it then connects to: a name that
+//! resolved to a public address at registration and to a private one now is refused now,
+//! and no second lookup can slip another address in between (DNS rebinding). An IP address
+//! written in the URL is never resolved, so it is checked before the request.
 //!
 //! Deliveries follow Standard Webhooks 1.0, signed with the `standardwebhooks` crate. A
 //! redirect is never followed (it is an answer like any other that is not 2xx); an attempt
@@ -49,27 +50,38 @@ async fn resolve(host: &str) -> std::io::Result<Vec<IpAddr>> {
     Ok(found.await?.map(|address| address.ip()).collect())
 }
 
+/// The addresses of the machine's own interfaces, read afresh (interfaces come and go);
+/// `None` when they cannot be read, and then no address is called.
+fn own_addresses() -> Option<Vec<IpAddr>> {
+    let interfaces = if_addrs::get_if_addrs().ok()?;
+    Some(interfaces.into_iter().map(|interface| interface.ip().to_canonical()).collect())
+}
+
+/// Whether the service may call `ip`: public, and not one of the machine's own addresses
+/// (`own`, see [`own_addresses`]).
+fn callable(ip: IpAddr, own: Option<&[IpAddr]>) -> bool {
+    !is_refused_address(ip) && own.is_some_and(|own| !own.contains(&ip.to_canonical()))
+}
+
 /// Checks endpoint addresses at registration: the host resolved, and refused when any of
-/// its addresses is.
+/// its addresses may not be called, or when it does not resolve (one refusal for both: a
+/// client learns nothing of what the operator's names resolve to).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DnsAddressCheck;
 
 #[async_trait]
 impl AddressCheck for DnsAddressCheck {
     async fn check(&self, url: &WebhookUrl) -> Result<(), WebhookUrlError> {
-        let (host, literal) =
-            host_of(url).ok_or_else(|| WebhookUrlError::Unresolved(url.as_str().to_owned()))?;
+        let (host, literal) = host_of(url).ok_or(WebhookUrlError::NotPublic)?;
         let addresses = match literal {
             Some(ip) => vec![ip],
-            None => resolve(&host).await.map_err(|_| WebhookUrlError::Unresolved(host.clone()))?,
+            None => resolve(&host).await.map_err(|_| WebhookUrlError::NotPublic)?,
         };
-        if addresses.is_empty() {
-            return Err(WebhookUrlError::Unresolved(host));
+        let own = own_addresses();
+        if addresses.is_empty() || !addresses.iter().all(|&ip| callable(ip, own.as_deref())) {
+            return Err(WebhookUrlError::NotPublic);
         }
-        match addresses.into_iter().find(|&ip| is_refused_address(ip)) {
-            Some(address) => Err(WebhookUrlError::RefusedAddress { host, address }),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
@@ -78,7 +90,7 @@ impl AddressCheck for DnsAddressCheck {
 #[error("{0} resolves only to addresses the service does not call")]
 struct Refused(String);
 
-/// The client's resolver: the system's, keeping only the addresses that are not refused.
+/// The client's resolver: the system's, keeping only the addresses that may be called.
 #[derive(Debug)]
 struct CheckedResolver;
 
@@ -86,10 +98,11 @@ impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         Box::pin(async move {
             let host = name.as_str().to_owned();
+            let own = own_addresses();
             let allowed: Vec<SocketAddr> = resolve(&host)
                 .await?
                 .into_iter()
-                .filter(|&ip| !is_refused_address(ip))
+                .filter(|&ip| callable(ip, own.as_deref()))
                 .map(|ip| SocketAddr::new(ip, 0))
                 .collect();
             if allowed.is_empty() {
@@ -114,7 +127,7 @@ pub struct HttpSender {
 pub struct ClientError(#[from] reqwest::Error);
 
 impl HttpSender {
-    /// A client that calls only the addresses [`is_refused_address`] admits, unless
+    /// A client that calls only public addresses, none of the machine's own, unless
     /// `allow_private` (tests and local development), with the timeout
     /// [`ATTEMPT_TIMEOUT`].
     ///
@@ -185,7 +198,9 @@ impl WebhookSender for HttpSender {
         now: DateTime<Utc>,
     ) -> Outcome {
         let literal = host_of(&endpoint.url).and_then(|(_, literal)| literal);
-        if !self.allow_private && literal.is_some_and(is_refused_address) {
+        if !self.allow_private
+            && literal.is_some_and(|ip| !callable(ip, own_addresses().as_deref()))
+        {
             return Outcome::RefusedAddress;
         }
         let id = event.to_string();
@@ -209,5 +224,24 @@ impl WebhookSender for HttpSender {
             Ok(response) => Self::answer(response).await,
             Err(err) => failure(&err),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::{callable, own_addresses};
+
+    #[test]
+    fn the_machines_own_addresses_are_never_called() {
+        let public: IpAddr = "93.184.215.14".parse().expect("an address");
+        assert!(callable(public, Some(&[])));
+        assert!(!callable(public, Some(&[public])), "public, but the machine's own");
+        let mapped: IpAddr = "::ffff:93.184.215.14".parse().expect("an address");
+        assert!(!callable(mapped, Some(&[public])), "its IPv4-mapped form too");
+        assert!(!callable(public, None), "interfaces that cannot be read: nothing is called");
+        let own = own_addresses().expect("the interfaces");
+        assert!(own.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)), "{own:?}");
     }
 }

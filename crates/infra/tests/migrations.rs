@@ -34,7 +34,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m20261126_000007_pet_changes",
             "m20261126_000008_key_scopes",
             "m20261126_000009_events",
-            "m20261126_000010_webhooks"
+            "m20261126_000010_webhooks",
+            "m20261128_000011_webhook_hardening"
         ]
     );
 }
@@ -467,5 +468,56 @@ async fn webhooks_join_a_database_with_events_on_sqlite() {
 async fn webhooks_join_a_database_with_events_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         webhooks_join_a_database_with_events(&url).await;
+    }
+}
+
+/// `m20261128_000011_webhook_hardening` on a database with an endpoint and pets: the
+/// endpoint reads back as it was, and `listEvents` by type gives each key every pet's events
+/// and its own orders', in id order, from the new index.
+async fn events_by_type_on_a_database_with_webhooks(url: &str) {
+    let seed = [
+        "INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 2, 'available')",
+        "INSERT INTO pets (name, category_id, status) VALUES ('Old Max', 3, 'available')",
+        "INSERT INTO webhook_endpoints (owner, url, events, status, secret, created_at) \
+         VALUES ('oldkey000001', 'https://hooks.example.com/', '*', 'enabled', \
+         'whsec_MfKQ9r3Dvpn1c8bT2yJ0sL7aWx4eUh6Z', '2027-01-15T08:00:00+00:00')",
+    ];
+    let db = upgraded(url, 10, &seed).await;
+    let (alice, bob) =
+        (KeyId::new("oldkey000001").expect("an id"), KeyId::new("bob000000001").expect("an id"));
+    let hooks = db.webhooks();
+    let listed = animal_store_domain::WebhookEndpoints::list(&hooks, &alice).await.expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status, animal_store_domain::EndpointStatus::Enabled);
+    let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("an instant");
+    for (owner, pet) in [(&alice, 1), (&bob, 2)] {
+        let order = NewOrder { owner: owner.clone(), pet_id: PetId::new(pet), at };
+        db.orders().place(order).await.expect("an order");
+    }
+    for (reader, kind, ids) in [
+        (&alice, EventType::OrderPlaced, vec![1]),
+        (&bob, EventType::OrderPlaced, vec![3]),
+        (&alice, EventType::PetUpdated, vec![2, 4]),
+    ] {
+        let events = db.events();
+        let listed = events.list(reader, Some(kind), None, 10).await.expect("list");
+        let got: Vec<i64> = listed.iter().map(|e| e.id.get()).collect();
+        assert_eq!(got, ids, "{reader:?} {kind:?}");
+        let after =
+            events.list(reader, Some(kind), Some(animal_store_domain::EventId::new(ids[0])), 10);
+        assert_eq!(after.await.expect("list").len(), ids.len() - 1);
+    }
+    db.close().await;
+}
+
+#[tokio::test]
+async fn events_by_type_on_a_database_with_webhooks_on_sqlite() {
+    events_by_type_on_a_database_with_webhooks(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn events_by_type_on_a_database_with_webhooks_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        events_by_type_on_a_database_with_webhooks(&url).await;
     }
 }

@@ -66,22 +66,54 @@ impl<T: Type + Serialize + Send> ApiResponse for JsonBody<T> {
     }
 }
 
-/// A request body sent as `application/merge-patch+json` (RFC 7396), parsed as JSON is.
-/// An operation that also takes `application/json` lists this one first: poem-openapi's
-/// `Json` accepts every `+json` type.
+/// A media type a request body must be sent as, exactly.
+pub trait MediaType: Send + Sync + 'static {
+    /// Its name, without parameters.
+    const NAME: &'static str;
+}
+
+/// `application/merge-patch+json` (RFC 7396).
 #[derive(Debug)]
-pub struct MergePatch<T>(pub T);
+pub struct MergePatchType;
 
-/// The content type of a JSON merge patch.
-const MERGE_PATCH: &str = "application/merge-patch+json";
+impl MediaType for MergePatchType {
+    const NAME: &'static str = "application/merge-patch+json";
+}
 
-impl<T: Type> Payload for MergePatch<T> {
-    const CONTENT_TYPE: &'static str = MERGE_PATCH;
+/// `application/json` itself: poem-openapi's `Json` takes every `+json` type, and a JSON
+/// Patch (`application/json-patch+json`) is not a merge patch.
+#[derive(Debug)]
+pub struct PlainJsonType;
+
+impl MediaType for PlainJsonType {
+    const NAME: &'static str = "application/json";
+}
+
+/// A request body sent as the media type `M` and no other (its parameters, such as
+/// `; charset=utf-8`, aside), parsed as JSON is.
+#[derive(Debug)]
+pub struct Exactly<M, T>(pub T, std::marker::PhantomData<M>);
+
+impl<M, T> Exactly<M, T> {
+    /// The body.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+/// A JSON merge patch (RFC 7396).
+pub type MergePatch<T> = Exactly<MergePatchType, T>;
+
+/// A JSON body sent as `application/json`.
+pub type PlainJson<T> = Exactly<PlainJsonType, T>;
+
+impl<M: MediaType, T: Type> Payload for Exactly<M, T> {
+    const CONTENT_TYPE: &'static str = M::NAME;
 
     fn check_content_type(content_type: &str) -> bool {
         // The media type, without its parameters (`; charset=utf-8`).
         let essence = content_type.split(';').next().unwrap_or_default();
-        essence.trim().eq_ignore_ascii_case(MERGE_PATCH)
+        essence.trim().eq_ignore_ascii_case(M::NAME)
     }
 
     fn schema_ref() -> MetaSchemaRef {
@@ -93,11 +125,12 @@ impl<T: Type> Payload for MergePatch<T> {
     }
 }
 
-impl<T: ParseFromJSON> ParsePayload for MergePatch<T> {
+impl<M: MediaType, T: ParseFromJSON> ParsePayload for Exactly<M, T> {
     const IS_REQUIRED: bool = true;
 
     async fn from_request(request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
-        Json::<T>::from_request(request, body).await.map(|Json(value)| Self(value))
+        let Json(value) = Json::<T>::from_request(request, body).await?;
+        Ok(Self(value, std::marker::PhantomData))
     }
 }
 

@@ -175,9 +175,9 @@ impl BodyValue for UrlText {
         MetaSchemaRef::Inline(Box::new(MetaSchema {
             description: Some(
                 "An absolute `https` URL (`http` only where the service allows private \
-                 addresses), without a user name or password, at most 2,048 bytes, whose host \
-                 does not resolve to a loopback, private, link-local, shared or reserved \
-                 address.",
+                 addresses), without a user name or password, at most 2,048 bytes once \
+                 normalised, whose host is, or resolves only to, public addresses: globally \
+                 reachable by IANA's special-purpose address registries.",
             ),
             max_length: Some(2048),
             ..MetaSchema::new("string")

@@ -131,8 +131,8 @@ fn error_example(operation: &str, status: u16) -> Value {
         ) => (ErrorCode::NotFound, "no webhook endpoint has id 99"),
         (422, "createWebhookEndpoint" | "updateWebhookEndpoint") => (
             ErrorCode::ValidationFailed,
-            "url: 169.254.169.254 is a loopback, private, link-local, shared or reserved \
-             address, which the service does not call",
+            "url: the host must resolve only to public addresses, which the service may call \
+             (docs/webhooks.md, addresses the service refuses)",
         ),
         (400, "getOrder") => {
             (ErrorCode::InvalidRequest, "orderId must be an int64 integer, got \"abc\"")

@@ -1,14 +1,16 @@
 //! The `animals` operations: `listPets`, `createPet`, the deprecated `getPet`, and the
 //! experimental `updatePet` and `deletePet` (`docs/api.md#changing-and-removing-an-animal`).
 
-use animal_store_domain::{Answer, Pet, PetId, Precondition, StoredResponse, excerpt};
+use animal_store_domain::{
+    Answer, ChangePetError, Pet, PetId, Precondition, StoredResponse, excerpt,
+};
 use poem::http::{HeaderValue, header};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 
 use crate::dto::changes::PetPatchBody;
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
-use crate::dto::json::MergePatch;
+use crate::dto::json::{MergePatch, PlainJson};
 use crate::etag::{self, NotAnEntityTag};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiRequest, ApiResponse, OpenApi, Tags};
@@ -88,14 +90,16 @@ enum DeletePetOk {
 enum PetPatchRequest {
     /// A JSON merge patch (RFC 7396).
     MergePatch(MergePatch<PetPatchBody>),
-    /// The same patch, sent as `application/json`.
-    Json(Json<PetPatchBody>),
+    /// The same patch, sent as `application/json` (no other `+json` type: a JSON Patch is
+    /// not a merge patch).
+    Json(PlainJson<PetPatchBody>),
 }
 
 impl PetPatchRequest {
     fn into_inner(self) -> PetPatchBody {
         match self {
-            Self::MergePatch(MergePatch(body)) | Self::Json(Json(body)) => body,
+            Self::MergePatch(body) => body.into_inner(),
+            Self::Json(body) => body.into_inner(),
         }
     }
 }
@@ -228,6 +232,10 @@ impl PetsApi {
     /// it (412 otherwise, nothing changed); without it, the last change wins. An animal that
     /// an open order holds keeps its status (409), while its name and category can change.
     #[oai(path = "/pets/:petId", method = "patch", operation_id = "updatePet")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each header the document declares is an argument of its own"
+    )]
     async fn update_pet(
         &self,
         _key: BearerKey,
@@ -240,13 +248,22 @@ impl PetsApi {
         /// `*` for any: the change is made only while the animal is unchanged.
         #[oai(name = "If-Match")]
         _if_match: Header<Option<String>>,
+        /// `*`: make the change only if the animal does not exist, which is never so for a
+        /// change: `412` whenever it exists. A list of entity tags: only if none is the
+        /// animal's.
+        #[oai(name = "If-None-Match")]
+        _if_none_match: Header<Option<String>>,
         request: &poem::Request,
     ) -> Result<UpdatePetOk, OperationError<UpdatePetErrors>> {
         let id = parse_pet_id(pet_id.0.as_str())?;
         RepeatedJsonKey::refuse(request)?;
         let context = ParseContext { now: state.clock.now() };
         let patch = body.into_inner().into_inner()?.into_patch(&context)?;
-        let pet = state.pets.update(id, patch, precondition(request)?).await?;
+        let pet = state
+            .pets
+            .update(id, patch, precondition(request)?)
+            .await
+            .map_err(|err| write_error(err, request))?;
         let tag = pet_tag(&pet);
         Ok(UpdatePetOk::Ok(JsonBody(pet.into()), tag))
     }
@@ -269,10 +286,18 @@ impl PetsApi {
         /// unchanged.
         #[oai(name = "If-Match")]
         _if_match: Header<Option<String>>,
+        /// `*`: remove it only if it does not exist, which is never so: `412` whenever it
+        /// exists. A list of entity tags: only if none is the animal's.
+        #[oai(name = "If-None-Match")]
+        _if_none_match: Header<Option<String>>,
         request: &poem::Request,
     ) -> Result<DeletePetOk, OperationError<DeletePetErrors>> {
         let id = parse_pet_id(pet_id.0.as_str())?;
-        state.pets.remove(id, precondition(request)?).await?;
+        state
+            .pets
+            .remove(id, precondition(request)?)
+            .await
+            .map_err(|err| write_error(err, request))?;
         Ok(DeletePetOk::Removed)
     }
 }
@@ -293,16 +318,43 @@ fn pet_tag(pet: &Pet) -> String {
     etag::of(&pet_bytes(pet), None)
 }
 
-/// The request's `If-Match`, as a precondition on the animal as stored.
+/// The request's `If-Match` and `If-None-Match`, as a precondition on the animal as
+/// stored: `If-Match` first, then `If-None-Match`, as RFC 9110 §13.2.2 orders them.
 fn precondition(request: &poem::Request) -> Result<Option<Precondition>, ApiError> {
     let condition = etag::if_match(request.headers()).map_err(|NotAnEntityTag(part)| {
         ApiError::invalid_request(format!(
             "If-Match must be * or a list of entity tags (\"...\"), got {part:?}"
         ))
     })?;
-    Ok(condition.map(|condition| -> Precondition {
-        Box::new(move |pet: &Pet| condition.holds_for(&pet_bytes(pet)))
-    }))
+    let none_match: Vec<HeaderValue> =
+        request.headers().get_all(header::IF_NONE_MATCH).iter().cloned().collect();
+    if condition.is_none() && none_match.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Box::new(move |pet: &Pet| {
+        let bytes = pet_bytes(pet);
+        condition.is_none_or(|condition| condition.holds_for(&bytes))
+            && etag::none_match_holds(&none_match, &bytes)
+    })))
+}
+
+/// `err`, a failed write's, as the client reads it: a precondition of a request without
+/// `If-Match` is its `If-None-Match`'s.
+fn write_error(err: ChangePetError, request: &poem::Request) -> ApiError {
+    match err {
+        ChangePetError::PreconditionFailed(id)
+            if !request.headers().contains_key(header::IF_MATCH) =>
+        {
+            ApiError::new(
+                ErrorCode::PreconditionFailed,
+                format!(
+                    "animal {id} exists and If-None-Match is * or names its entity tag: \
+                     nothing changed"
+                ),
+            )
+        }
+        err => err.into(),
+    }
 }
 
 /// A stored createPet answer sent again, with the `ETag` of the animal it carries.

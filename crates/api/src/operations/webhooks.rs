@@ -91,8 +91,8 @@ const REFUSED: (ErrorCode, u16, &str) = (
     ErrorCode::ValidationFailed,
     422,
     "`url` is refused: not an absolute `https` URL, a user name or password in it, longer than \
-     2,048 bytes, or a host that is or resolves to a loopback, private, link-local, shared or \
-     reserved address; or the caller has 16 endpoints already.",
+     2,048 bytes once normalised, port 0, or a host that is not, or does not resolve only to, \
+     public addresses; or the caller has 16 endpoints already.",
 );
 
 struct CreateErrors;
