@@ -1,8 +1,13 @@
 //! The delivery worker each instance runs beside its server: it claims the deliveries due,
 //! makes their attempts concurrently, and records what came of them (`docs/webhooks.md`).
 //!
-//! Up to [`IN_FLIGHT`] attempts at once, at most [`PER_ENDPOINT`] of one endpoint's: an
-//! endpoint that hangs holds only its own share, and the others' deliveries go on. Claims
+//! Up to [`IN_FLIGHT`] attempts at once, at most [`PER_OWNER`] of one owner's endpoints' and
+//! [`PER_ENDPOINT`] of one endpoint's: an owner whose receivers hang holds only its own
+//! share, well under the instance's, and the others' deliveries go on; one of its endpoints
+//! that hangs leaves room for its others. Each [`CLOSE_EVERY`], the worker ends the
+//! endpoints whose key's line ended and drops what waits for endpoints disabled for good;
+//! each endpoint's backlog is held to [`MAX_WAITING`], what is beyond it dropped (both
+//! recorded as `dropped` attempts and counted in [`DROPPED_METRIC`]). Claims
 //! and records are writes, and the writer is shared with the requests: the worker claims
 //! for a batch of room ([`CLAIM_BATCH`] attempts ended, or [`IDLE`] passed), and records
 //! outcomes in batches: once [`RECORD_BATCH`] have ended, once the first of them ended
@@ -13,18 +18,27 @@
 //! the cores are busy, requests go first and deliveries take what is left, so that an
 //! endpoint's deliveries never slow the API down; they catch up when the load falls.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context as _;
 
-use animal_store_domain::{Attempted, Deliverer, EndpointId};
+use animal_store_domain::{Attempted, ClaimLimits, Deliverer, KeyId};
 use tokio::task::JoinSet;
 
 /// The most attempts in flight at once.
 pub const IN_FLIGHT: usize = 64;
 /// The most attempts in flight to one endpoint.
-pub const PER_ENDPOINT: usize = 12;
+pub const PER_ENDPOINT: usize = 8;
+/// The most attempts in flight to one owner's endpoints, all together: well under
+/// [`IN_FLIGHT`], so that owners whose receivers hang leave room for the others.
+pub const PER_OWNER: usize = 12;
+/// How often the worker ends the endpoints whose key's line ended (see
+/// [`Deliverer::close`]): within a second, as a key's own refusal.
+pub const CLOSE_EVERY: Duration = Duration::from_secs(1);
+/// The most deliveries that wait for one endpoint; beyond, the soonest due are dropped.
+pub const MAX_WAITING: usize = 10_000;
+/// How many deliveries one write drops at most.
+pub const DROP_BATCH: usize = 500;
 /// How long a claim holds a delivery: longer than an attempt may take (10 s), so that only
 /// an instance that died mid-attempt lets another attempt it again.
 pub const LEASE: Duration = Duration::from_secs(60);
@@ -59,6 +73,11 @@ fn backlog_interval(took: Duration) -> Duration {
 /// Deliveries by outcome (`delivered`, `http_error`, `timeout`, `connection_error`,
 /// `refused_address`).
 pub const DELIVERIES_METRIC: &str = "animal_store_webhook_deliveries_total";
+/// Deliveries dropped without an attempt, by reason: `endpoint_disabled` (its key's line
+/// ended, or an operator disabled it) or `backlog_full`.
+pub const DROPPED_METRIC: &str = "animal_store_webhook_deliveries_dropped_total";
+/// Endpoints the service disabled because their key's line ended.
+pub const ENDED_METRIC: &str = "animal_store_webhook_endpoints_ended_total";
 /// Deliveries waiting: neither delivered nor given up.
 pub const PENDING_METRIC: &str = "animal_store_webhook_deliveries_pending";
 /// How long the oldest waiting delivery has waited, in seconds.
@@ -144,6 +163,14 @@ fn lower_priority() {
 /// Describes the worker's metrics to the recorder.
 pub fn describe_metrics() {
     metrics::describe_counter!(DELIVERIES_METRIC, "Webhook delivery attempts, by outcome.");
+    metrics::describe_counter!(
+        DROPPED_METRIC,
+        "Webhook deliveries dropped without an attempt, by reason."
+    );
+    metrics::describe_counter!(
+        ENDED_METRIC,
+        "Webhook endpoints disabled because their key's line has no live key left."
+    );
     metrics::describe_gauge!(PENDING_METRIC, "Webhook deliveries waiting to be delivered.");
     metrics::describe_gauge!(
         OLDEST_METRIC,
@@ -164,29 +191,47 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
             tracing::warn!(error = %err, "releasing the leases of webhook deliveries failed");
         }
     }
-    let mut attempts: JoinSet<Attempted> = JoinSet::new();
-    let mut in_flight: HashMap<EndpointId, usize> = HashMap::new();
-    // When the backlog's gauges are next refreshed.
+    let mut attempts: JoinSet<(Attempted, KeyId)> = JoinSet::new();
+    // The attempts in flight, by endpoint and by owner, and the room they leave.
+    let mut in_flight = ClaimLimits {
+        count: IN_FLIGHT,
+        per_endpoint: PER_ENDPOINT,
+        per_owner: PER_OWNER,
+        ..ClaimLimits::default()
+    };
+    // When the backlog's gauges are next refreshed, and the backlogs trimmed.
     let mut backlog_at = tokio::time::Instant::now() + BACKLOG_EVERY;
+    let mut trim_at = tokio::time::Instant::now();
+    // When the endpoints of ended lines are next closed.
+    let mut close_at = tokio::time::Instant::now();
     // Attempts ended since the last claim, and when it was: a claim is a write, made for a
     // batch of room rather than for each attempt that ends.
     let (mut ended_since_claim, mut claimed_at) = (usize::MAX, tokio::time::Instant::now());
     // When the first of the outcomes waiting to be recorded came.
     let mut first_ended_at: Option<tokio::time::Instant> = None;
     loop {
+        if tokio::time::Instant::now() >= close_at {
+            close(deliverer).await;
+            close_at = tokio::time::Instant::now() + CLOSE_EVERY;
+        }
+        if tokio::time::Instant::now() >= trim_at {
+            let started = tokio::time::Instant::now();
+            trim(deliverer).await;
+            trim_at = started + backlog_interval(started.elapsed());
+        }
         let free = IN_FLIGHT - attempts.len();
         let worth_it =
             attempts.is_empty() || ended_since_claim >= CLAIM_BATCH || claimed_at.elapsed() >= IDLE;
         if free > 0 && worth_it {
-            let busy: Vec<EndpointId> =
-                in_flight.iter().filter(|(_, n)| **n >= PER_ENDPOINT).map(|(id, _)| *id).collect();
             (ended_since_claim, claimed_at) = (0, tokio::time::Instant::now());
-            match deliverer.claim(free, PER_ENDPOINT, LEASE, &busy).await {
+            in_flight.count = free;
+            match deliverer.claim(&in_flight, LEASE).await {
                 Ok(due) => {
                     for due in due {
-                        *in_flight.entry(due.endpoint.id).or_default() += 1;
+                        let owner = due.endpoint.owner.clone();
+                        in_flight.take(due.endpoint.id, &owner);
                         let deliverer = deliverer.clone();
-                        attempts.spawn(async move { deliverer.attempt(&due).await });
+                        attempts.spawn(async move { (deliverer.attempt(&due).await, owner) });
                     }
                 }
                 Err(err) => tracing::warn!(error = %err, "claiming webhook deliveries failed"),
@@ -240,24 +285,58 @@ async fn record(deliverer: &Deliverer, recording: Vec<Attempted>) {
     }
 }
 
-/// Counts an ended attempt off its endpoint, and keeps its outcome for the next record.
+/// Counts an ended attempt off its endpoint and owner, and keeps its outcome for the next
+/// record.
 fn take(
-    ended: Result<Attempted, tokio::task::JoinError>,
+    ended: Result<(Attempted, KeyId), tokio::task::JoinError>,
     done: &mut Vec<Attempted>,
-    in_flight: &mut HashMap<EndpointId, usize>,
+    in_flight: &mut ClaimLimits,
 ) {
     match ended {
-        Ok(attempted) => {
-            if let Some(count) = in_flight.get_mut(&attempted.endpoint) {
-                *count = count.saturating_sub(1);
-                if *count == 0 {
-                    in_flight.remove(&attempted.endpoint);
-                }
-            }
+        Ok((attempted, owner)) => {
+            in_flight.release(attempted.endpoint, &owner);
             done.push(attempted);
         }
         // A panic, logged by the panic hook; the lease runs out and it is attempted again.
         Err(err) => tracing::error!(error = %err, "a webhook attempt ended abnormally"),
+    }
+}
+
+/// Ends the endpoints of ended lines, drops what waits for endpoints disabled for good, and
+/// counts it.
+async fn close(deliverer: &Deliverer) {
+    match deliverer.close(DROP_BATCH).await {
+        Ok(closed) => {
+            if closed.endpoints > 0 {
+                tracing::info!(
+                    endpoints = closed.endpoints,
+                    "disabled the webhook endpoints of key lines with no live key left"
+                );
+                metrics::counter!(ENDED_METRIC).increment(closed.endpoints);
+            }
+            count_dropped("endpoint_disabled", closed.dropped);
+        }
+        Err(err) => tracing::warn!(error = %err, "ending webhook deliveries failed"),
+    }
+}
+
+/// Holds each endpoint's backlog to [`MAX_WAITING`], and counts what it dropped.
+async fn trim(deliverer: &Deliverer) {
+    match deliverer.trim(MAX_WAITING, DROP_BATCH).await {
+        Ok(0) => {}
+        Ok(dropped) => {
+            tracing::warn!(dropped, "dropped webhook deliveries beyond an endpoint's backlog");
+            count_dropped("backlog_full", dropped);
+        }
+        Err(err) => tracing::warn!(error = %err, "trimming webhook backlogs failed"),
+    }
+}
+
+/// Counts `dropped` deliveries dropped for `reason`.
+fn count_dropped(reason: &'static str, dropped: u64) {
+    if dropped > 0 {
+        metrics::counter!(DELIVERIES_METRIC, "outcome" => "dropped").increment(dropped);
+        metrics::counter!(DROPPED_METRIC, "reason" => reason).increment(dropped);
     }
 }
 

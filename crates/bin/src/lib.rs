@@ -24,6 +24,7 @@ mod serve;
 mod stores;
 #[cfg(feature = "testing")]
 pub mod testkit;
+mod webhooks;
 pub mod wiring;
 
 use std::io::Write as _;
@@ -77,6 +78,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command.clone().unwrap_or(Command::Serve(cli.serve.clone())) {
         Command::Serve(args) => serve::run(&cli, &args).await,
         Command::Keys { command } => keys::run(&cli, command).await,
+        Command::Webhooks { command } => webhooks::run(&cli, command).await,
         Command::Backup { path } => backup(&cli, &path).await,
         Command::Migrate(args) => migrate(&cli, &args).await,
         // Printed before the runtime and the logs start, in `main`.

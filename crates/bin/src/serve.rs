@@ -182,9 +182,10 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
             keys.extend(fixtures.load(&state.keys, pets.as_ref(), &orders).await?);
         }
         let readiness = state.readiness.clone();
-        let sweeper = tokio::spawn(sweep(state.idempotency.clone(), state.events.clone()));
-        let worker =
-            crate::deliveries::Worker::start(deliverer(args, &stores, state.clock.clone())?)?;
+        let deliverer = deliverer(args, &stores, state.clock.clone())?;
+        let sweeper =
+            tokio::spawn(sweep(state.idempotency.clone(), state.events.clone(), deliverer.clone()));
+        let worker = crate::deliveries::Worker::start(deliverer)?;
         // Built before the ready file is written: ready means ready to answer.
         let app = animal_store_api::app(state);
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
@@ -255,17 +256,20 @@ fn deliverer(
     ))
 }
 
-/// How often the idempotency records and the events older than their retention are removed.
+/// How often the idempotency records, and the events and webhook attempts older than their
+/// retention, are removed.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
 /// How many records or events one sweep transaction removes at most: a short write, so that
 /// the writes queued meanwhile wait little.
 const SWEEP_BATCH: usize = 500;
 
-/// Removes expired idempotency records and events now and then every [`SWEEP_INTERVAL`],
-/// until aborted.
+/// Removes expired idempotency records, events and webhook attempts now and then every
+/// [`SWEEP_INTERVAL`], until aborted. Attempts are kept as long as events, swept by their own
+/// age whatever number of events expire.
 async fn sweep(
     idempotency: animal_store_domain::IdempotencyService,
     events: animal_store_domain::EventService,
+    deliverer: animal_store_domain::Deliverer,
 ) {
     let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
     loop {
@@ -279,6 +283,11 @@ async fn sweep(
             Ok(0) => {}
             Ok(removed) => tracing::info!(removed, "removed expired events"),
             Err(err) => tracing::warn!(error = %err, "removing expired events failed"),
+        }
+        match deliverer.sweep(events.kept_since(), SWEEP_BATCH).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed expired webhook attempts"),
+            Err(err) => tracing::warn!(error = %err, "removing expired webhook attempts failed"),
         }
     }
 }

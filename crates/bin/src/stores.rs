@@ -64,10 +64,9 @@ impl Stores {
             let MemoryOptions { faults, drop_answer_every } =
                 memory_options(cli.database_url.expose())?;
             let faults = faults.map(Injector::new);
-            let (pets, keys) = (
-                Arc::new(MemoryPetRepository::with_clock(clock)),
-                Arc::new(MemoryApiKeyStore::new()),
-            );
+            let keys = Arc::new(MemoryApiKeyStore::new());
+            // The webhook endpoints beside the pets end with their owners' keys.
+            let pets = Arc::new(MemoryPetRepository::with_clock(clock).with_keys(keys.clone()));
             let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
             let idempotency = Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone()));
             return Ok(Self::Memory { pets, faults, orders, idempotency, keys, drop_answer_every });

@@ -2,11 +2,13 @@
 //! transaction, then attempted until the endpoint answers 2xx, on a schedule that backs off
 //! for 3 days (`docs/webhooks.md#retries`).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::api_key::KeyId;
 use crate::event::{Event, EventId};
 use crate::webhook::{Endpoint, EndpointId};
 
@@ -60,6 +62,9 @@ pub enum Outcome {
     ConnectionError,
     /// The host resolved to an address the service does not call.
     RefusedAddress,
+    /// Not attempted, and never will be: the endpoint's key line ended, an operator
+    /// disabled it, or its backlog was full.
+    Dropped,
 }
 
 impl Outcome {
@@ -69,7 +74,7 @@ impl Outcome {
     }
 
     /// The kind of outcome, as the API and the store write it: `delivered`, `http_error`,
-    /// `timeout`, `connection_error` or `refused_address`.
+    /// `timeout`, `connection_error`, `refused_address` or `dropped`.
     pub const fn kind(self) -> &'static str {
         match self {
             Self::Status(200..=299) => "delivered",
@@ -77,6 +82,7 @@ impl Outcome {
             Self::Timeout => "timeout",
             Self::ConnectionError => "connection_error",
             Self::RefusedAddress => "refused_address",
+            Self::Dropped => "dropped",
         }
     }
 
@@ -95,6 +101,7 @@ impl Outcome {
             ("timeout", None) => Some(Self::Timeout),
             ("connection_error", None) => Some(Self::ConnectionError),
             ("refused_address", None) => Some(Self::RefusedAddress),
+            ("dropped", None) => Some(Self::Dropped),
             _ => None,
         }
     }
@@ -170,6 +177,76 @@ pub struct Attempt {
     pub outcome: Outcome,
     /// When the next attempt is due: `None` once delivered, or given up.
     pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// What a claim may take: how many deliveries in all, how many of one endpoint's and of one
+/// owner's, counting the attempts in flight already.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimLimits {
+    /// The most deliveries to claim.
+    pub count: usize,
+    /// The most attempts of one endpoint's in flight.
+    pub per_endpoint: usize,
+    /// The most attempts of one owner's in flight, all its endpoints together.
+    pub per_owner: usize,
+    /// The attempts in flight, by endpoint.
+    pub endpoints: HashMap<EndpointId, usize>,
+    /// The attempts in flight, by owner.
+    pub owners: HashMap<KeyId, usize>,
+}
+
+impl ClaimLimits {
+    /// How many more attempts of `endpoint`'s, owned by `owner`, a claim may take.
+    pub fn room(&self, endpoint: EndpointId, owner: &KeyId) -> usize {
+        let of = |map_count: Option<&usize>, limit: usize| {
+            limit.saturating_sub(map_count.copied().unwrap_or(0))
+        };
+        of(self.endpoints.get(&endpoint), self.per_endpoint)
+            .min(of(self.owners.get(owner), self.per_owner))
+    }
+
+    /// Takes `endpoint`'s room for one more attempt, owned by `owner`: whether there was.
+    pub fn take(&mut self, endpoint: EndpointId, owner: &KeyId) -> bool {
+        if self.room(endpoint, owner) == 0 {
+            return false;
+        }
+        *self.endpoints.entry(endpoint).or_default() += 1;
+        *self.owners.entry(owner.clone()).or_default() += 1;
+        true
+    }
+
+    /// Gives back the room an attempt of `endpoint`'s, owned by `owner`, took, once it ended.
+    pub fn release(&mut self, endpoint: EndpointId, owner: &KeyId) {
+        fn less<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: &K) {
+            if let Some(count) = map.get_mut(key) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    map.remove(key);
+                }
+            }
+        }
+        less(&mut self.endpoints, &endpoint);
+        less(&mut self.owners, owner);
+    }
+
+    /// The endpoints that have no room left, whatever their owner.
+    pub fn full_endpoints(&self) -> impl Iterator<Item = EndpointId> + '_ {
+        self.endpoints.iter().filter(|(_, n)| **n >= self.per_endpoint).map(|(id, _)| *id)
+    }
+
+    /// The owners that have no room left.
+    pub fn full_owners(&self) -> impl Iterator<Item = &KeyId> + '_ {
+        self.owners.iter().filter(|(_, n)| **n >= self.per_owner).map(|(owner, _)| owner)
+    }
+}
+
+/// What [`WebhookDeliveries::close`](crate::WebhookDeliveries::close) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Closed {
+    /// Endpoints disabled because their key's line ended.
+    pub endpoints: u64,
+    /// Deliveries dropped because their endpoint was disabled for good.
+    pub dropped: u64,
 }
 
 /// How many deliveries wait, for the metrics.
@@ -265,6 +342,7 @@ mod tests {
             Outcome::Timeout,
             Outcome::ConnectionError,
             Outcome::RefusedAddress,
+            Outcome::Dropped,
         ] {
             assert_eq!(Outcome::stored(outcome.kind(), outcome.status()), Some(outcome));
         }

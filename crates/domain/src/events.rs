@@ -76,11 +76,16 @@ impl EventService {
     ///
     /// [`RepositoryError`] when the store fails; what was removed before stays removed.
     pub async fn sweep(&self, batch: usize) -> Result<usize, RepositoryError> {
-        let retention = chrono::Duration::from_std(self.retention).unwrap_or(chrono::Duration::MAX);
-        let before = to_the_second(self.clock.now())
-            .checked_sub_signed(retention)
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+        let before = self.kept_since();
         in_batches(batch, || self.log.sweep(before, batch)).await
+    }
+
+    /// The instant from which events are kept: what was made before is past the retention.
+    pub fn kept_since(&self) -> chrono::DateTime<chrono::Utc> {
+        let retention = chrono::Duration::from_std(self.retention).unwrap_or(chrono::Duration::MAX);
+        to_the_second(self.clock.now())
+            .checked_sub_signed(retention)
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
     }
 }
 

@@ -62,7 +62,8 @@ pub use api_key::{
 };
 pub use changes::{ChangePetError, Inventory, PetChange, PetPatch, Precondition};
 pub use delivery::{
-    Attempt, AttemptId, Attempted, Backlog, DeliveryId, Due, Outcome, RETRY_WAITS, Schedule,
+    Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, DeliveryId, Due, Outcome,
+    RETRY_WAITS, Schedule,
 };
 pub use event::{Event, EventId, EventObject, EventType, EventTypeError, NewEvent};
 pub use events::{EVENT_RETENTION, EventListing, EventPage, EventService, GetEventError};
@@ -97,9 +98,9 @@ pub use repository_error::{BoxError, RepositoryError};
 pub use scope::{Scope, ScopeError};
 pub use service::{GetPetError, PetListing, PetPage, PetService};
 pub use webhook::{
-    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, EndpointStatus, EndpointStatusError,
-    EventSelection, EventSelectionError, MAX_ENDPOINTS, NewEndpoint, WebhookSecret, WebhookUrl,
-    WebhookUrlError, is_refused_address,
+    CreateEndpointError, DisabledReason, Endpoint, EndpointId, EndpointPatch, EndpointStatus,
+    EndpointStatusError, EventSelection, EventSelectionError, MAX_ENDPOINTS, NewEndpoint,
+    WebhookSecret, WebhookUrl, WebhookUrlError, is_refused_address,
 };
 pub use webhooks::{
     AttemptListing, AttemptPage, Deliverer, EndpointChange, RenderEvent, WebhookError,

@@ -50,6 +50,47 @@ pub enum EndpointStatus {
     Disabled,
 }
 
+/// Why an endpoint is disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DisabledReason {
+    /// Its owner disabled it: enabling it resumes what waits.
+    Owner,
+    /// Every attempt to it failed for 3 days: its owner may enable it again.
+    Failing,
+    /// An operator disabled it (`animal-store webhooks disable`): for good, what waits is
+    /// dropped.
+    Operator,
+    /// Its owner's line of keys has no live key left (revoked or expired): for good, what
+    /// waits is dropped.
+    KeyEnded,
+}
+
+impl DisabledReason {
+    /// Every reason, in the order above.
+    pub const ALL: [Self; 4] = [Self::Owner, Self::Failing, Self::Operator, Self::KeyEnded];
+
+    /// The reason as the store and the operators' commands write it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "owner",
+            Self::Failing => "failing",
+            Self::Operator => "operator",
+            Self::KeyEnded => "key_ended",
+        }
+    }
+
+    /// The reason `text` names, as stored.
+    pub fn stored(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == text)
+    }
+
+    /// Whether it is for good: the owner cannot enable the endpoint again, and what waits
+    /// for it is dropped.
+    pub const fn is_final(self) -> bool {
+        matches!(self, Self::Operator | Self::KeyEnded)
+    }
+}
+
 /// A string that names no endpoint status.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("status must be one of enabled, disabled, got {0:?}")]
@@ -205,6 +246,9 @@ pub struct Endpoint {
     pub events: EventSelection,
     /// Whether it gets them now.
     pub status: EndpointStatus,
+    /// Why it is disabled, when it is and the reason is known (an endpoint disabled by a
+    /// binary before reasons were kept has none).
+    pub disabled_reason: Option<DisabledReason>,
     /// What its deliveries are signed with.
     pub secret: WebhookSecret,
     /// When it was registered, to the second.
@@ -230,7 +274,16 @@ impl NewEndpoint {
     /// The endpoint this becomes once the store gives it `id`: enabled.
     pub fn registered(self, id: EndpointId) -> Endpoint {
         let Self { owner, url, events, secret, at } = self;
-        Endpoint { id, owner, url, events, status: EndpointStatus::Enabled, secret, created_at: at }
+        Endpoint {
+            id,
+            owner,
+            url,
+            events,
+            status: EndpointStatus::Enabled,
+            disabled_reason: None,
+            secret,
+            created_at: at,
+        }
     }
 }
 
@@ -246,15 +299,35 @@ pub struct EndpointPatch {
 }
 
 impl EndpointPatch {
-    /// `endpoint` with this patch applied.
+    /// `endpoint` with this patch applied, by its owner: an endpoint it disables is
+    /// disabled by its owner, one it enables has no reason left.
+    /// An endpoint disabled for good stays disabled (see [`EndpointPatch::allowed_on`]).
     pub fn apply(self, endpoint: &Endpoint) -> Endpoint {
-        let Self { url, events, status } = self;
+        let enables = self.status == Some(EndpointStatus::Enabled);
+        let status = if enables && !self.allowed_on(endpoint) { None } else { self.status };
+        let Self { url, events, status: _ } = self;
+        let disabled_reason = match status {
+            None => endpoint.disabled_reason,
+            Some(EndpointStatus::Enabled) => None,
+            Some(EndpointStatus::Disabled) if endpoint.status == EndpointStatus::Disabled => {
+                endpoint.disabled_reason
+            }
+            Some(EndpointStatus::Disabled) => Some(DisabledReason::Owner),
+        };
         Endpoint {
             url: url.unwrap_or_else(|| endpoint.url.clone()),
             events: events.unwrap_or_else(|| endpoint.events.clone()),
             status: status.unwrap_or(endpoint.status),
+            disabled_reason,
             ..endpoint.clone()
         }
+    }
+
+    /// Whether the owner may make this change to `endpoint`: not enable one disabled for
+    /// good (see [`DisabledReason::is_final`]).
+    pub fn allowed_on(&self, endpoint: &Endpoint) -> bool {
+        self.status != Some(EndpointStatus::Enabled)
+            || !endpoint.disabled_reason.is_some_and(DisabledReason::is_final)
     }
 }
 

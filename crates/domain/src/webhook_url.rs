@@ -104,6 +104,13 @@ impl WebhookUrl {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The host alone, as operators are shown it: never the path or query, which may carry
+    /// a token of the owner's.
+    pub fn host(&self) -> String {
+        let parsed = url::Url::parse(&self.0).ok();
+        parsed.and_then(|url| url.host_str().map(str::to_owned)).unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

@@ -7,15 +7,15 @@ use rand::Rng as _;
 use thiserror::Error;
 
 use crate::api_key::KeyId;
-use crate::delivery::{Attempt, AttemptId, Attempted, Due, Schedule};
+use crate::delivery::{Attempt, AttemptId, Attempted, ClaimLimits, Closed, Due, Outcome, Schedule};
 use crate::event::Event;
 use crate::listing::{Listing, Page};
 use crate::orders::to_the_second;
 use crate::ports::{AddressCheck, Clock, WebhookDeliveries, WebhookEndpoints, WebhookSender};
 use crate::repository_error::RepositoryError;
 use crate::webhook::{
-    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, EndpointStatus, EventSelection,
-    EventSelectionError, NewEndpoint, WebhookSecret, WebhookUrl, WebhookUrlError,
+    CreateEndpointError, DisabledReason, Endpoint, EndpointId, EndpointPatch, EndpointStatus,
+    EventSelection, EventSelectionError, NewEndpoint, WebhookSecret, WebhookUrl, WebhookUrlError,
 };
 
 /// What a listing of attempts asks for: a page size, the attempt before which it starts.
@@ -39,6 +39,12 @@ pub enum WebhookError {
     /// The owner has no endpoint with this id.
     #[error("no webhook endpoint has id {0}")]
     NotFound(EndpointId),
+    /// The endpoint is disabled for good: an operator disabled it.
+    #[error(
+        "webhook endpoint {0} was disabled by the service's operator and cannot be enabled \
+         again; register a new endpoint"
+    )]
+    DisabledForGood(EndpointId),
     /// The store failed.
     #[error(transparent)]
     Repository(#[from] RepositoryError),
@@ -164,7 +170,37 @@ impl WebhookService {
             None => None,
         };
         let patch = EndpointPatch { url, events, status };
+        if status == Some(EndpointStatus::Enabled) {
+            let before = self.get(owner, id).await?;
+            if !patch.allowed_on(&before) {
+                return Err(WebhookError::DisabledForGood(id));
+            }
+        }
         self.endpoints.update(owner, id, patch).await?.ok_or(WebhookError::NotFound(id))
+    }
+
+    /// For operators: every endpoint, or `owner`'s, each with the outcome of its last
+    /// attempt.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn survey(
+        &self,
+        owner: Option<&KeyId>,
+    ) -> Result<Vec<(Endpoint, Option<Outcome>)>, RepositoryError> {
+        self.endpoints.survey(owner).await
+    }
+
+    /// For operators: disables the endpoint `id` for good, whoever owns it; what waits for
+    /// it is dropped by the deliverers.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError::NotFound`] when there is none with this id.
+    pub async fn disable(&self, id: EndpointId) -> Result<Endpoint, WebhookError> {
+        let disabled = self.endpoints.disable(id, DisabledReason::Operator).await?;
+        disabled.ok_or(WebhookError::NotFound(id))
     }
 
     /// Removes `owner`'s endpoint `id`, and what waits to be delivered to it.
@@ -224,25 +260,77 @@ impl Deliverer {
         Self { deliveries, sender, render, clock, schedule }
     }
 
-    /// Claims up to `count` deliveries due now to endpoints not in `busy`, at most
-    /// `per_endpoint` of each endpoint's, for `lease`.
+    /// Claims deliveries due now within `limits`, for `lease`.
     ///
     /// # Errors
     ///
     /// [`RepositoryError`] when the store fails.
     pub async fn claim(
         &self,
-        count: usize,
-        per_endpoint: usize,
+        limits: &ClaimLimits,
         lease: std::time::Duration,
-        busy: &[EndpointId],
     ) -> Result<Vec<Due>, RepositoryError> {
         let now = chrono::DateTime::<chrono::Utc>::from(self.clock.now());
         let until = chrono::Duration::from_std(lease)
             .ok()
             .and_then(|lease| now.checked_add_signed(lease))
             .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
-        self.deliveries.claim(now, until, count, per_endpoint, busy).await
+        self.deliveries.claim(now, until, limits).await
+    }
+
+    /// Ends what may no longer be delivered (see [`WebhookDeliveries::close`]): endpoints
+    /// whose key's line ended are disabled, and what waits for endpoints disabled for good
+    /// is dropped, a `batch` at a time until none is left.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails; what was done before stays done.
+    pub async fn close(&self, batch: usize) -> Result<Closed, RepositoryError> {
+        let now = chrono::DateTime::<chrono::Utc>::from(self.clock.now());
+        let mut closed = Closed::default();
+        loop {
+            let pass = self.deliveries.close(now, batch).await?;
+            closed.endpoints += pass.endpoints;
+            closed.dropped += pass.dropped;
+            if pass.dropped < u64::try_from(batch).unwrap_or(u64::MAX) {
+                return Ok(closed);
+            }
+        }
+    }
+
+    /// Bounds each endpoint's backlog to `max_waiting` deliveries (see
+    /// [`WebhookDeliveries::trim`]), a `batch` at a time; returns how many it dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails; what was dropped before stays dropped.
+    pub async fn trim(&self, max_waiting: usize, batch: usize) -> Result<u64, RepositoryError> {
+        let now = chrono::DateTime::<chrono::Utc>::from(self.clock.now());
+        let mut dropped = 0;
+        loop {
+            let pass = self.deliveries.trim(now, max_waiting, batch).await?;
+            dropped += pass;
+            if pass < u64::try_from(batch).unwrap_or(u64::MAX) {
+                return Ok(dropped);
+            }
+        }
+    }
+
+    /// Removes the attempts made before `before` (see [`EventService::kept_since`]: they
+    /// are kept as long as their events), a `batch` at a time until none is left; returns
+    /// how many it removed.
+    ///
+    /// [`EventService::kept_since`]: crate::EventService::kept_since
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails; what was removed before stays removed.
+    pub async fn sweep(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        batch: usize,
+    ) -> Result<usize, RepositoryError> {
+        crate::events::in_batches(batch, || self.deliveries.sweep(before, batch)).await
     }
 
     /// Makes the attempt `due` is for, and says what came of it and when the next is due.

@@ -318,3 +318,51 @@ async fn postgres_webhooks() {
     .await;
     db.close().await;
 }
+
+#[tokio::test]
+async fn memory_delivery_ends() {
+    let keys = Arc::new(MemoryApiKeyStore::new());
+    let pets = Arc::new(MemoryPetRepository::new().with_keys(Arc::clone(&keys)));
+    let orders = MemoryOrderRepository::new(Arc::clone(&pets));
+    let stores = WebhookStores {
+        pets: &*pets,
+        orders: &orders,
+        events: &*pets,
+        endpoints: &*pets,
+        deliveries: &*pets,
+    };
+    conformance::delivery_ends(&stores, &*keys).await;
+}
+
+#[tokio::test]
+async fn sqlite_delivery_ends() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    let (pets, orders, events, hooks) = (db.pets(), db.orders(), db.events(), db.webhooks());
+    let stores = WebhookStores {
+        pets: &pets,
+        orders: &orders,
+        events: &events,
+        endpoints: &hooks,
+        deliveries: &hooks,
+    };
+    conformance::delivery_ends(&stores, &db.keys()).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn postgres_delivery_ends() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    let (pets, orders, events, hooks) = (db.pets(), db.orders(), db.events(), db.webhooks());
+    let stores = WebhookStores {
+        pets: &pets,
+        orders: &orders,
+        events: &events,
+        endpoints: &hooks,
+        deliveries: &hooks,
+    };
+    conformance::delivery_ends(&stores, &db.keys()).await;
+    db.close().await;
+}

@@ -448,9 +448,12 @@ async fn webhooks_join_a_database_with_events(url: &str) {
         &hooks,
         later,
         later + chrono::Duration::seconds(60),
-        10,
-        10,
-        &[],
+        &animal_store_domain::ClaimLimits {
+            count: 10,
+            per_endpoint: 10,
+            per_owner: 10,
+            ..Default::default()
+        },
     )
     .await
     .expect("claim");

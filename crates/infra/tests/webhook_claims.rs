@@ -5,12 +5,17 @@
 use std::collections::BTreeSet;
 
 use animal_store_domain::{
-    EventSelection, KeyId, NewEndpoint, PetRepository, WebhookDeliveries, WebhookEndpoints,
-    WebhookSecret, WebhookUrl,
+    ClaimLimits, EventSelection, KeyId, NewEndpoint, PetRepository, WebhookDeliveries,
+    WebhookEndpoints, WebhookSecret, WebhookUrl,
 };
 use animal_store_infra::Database;
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url};
 use chrono::{TimeZone as _, Utc};
+
+/// Claims of up to `count` deliveries, `per_endpoint` of one endpoint's and of one owner's.
+fn limits(count: usize, per_endpoint: usize) -> ClaimLimits {
+    ClaimLimits { count, per_endpoint, per_owner: per_endpoint, ..ClaimLimits::default() }
+}
 
 /// Registers an endpoint for every event in `db`, then adds `count` pets: `count`
 /// deliveries wait.
@@ -47,15 +52,15 @@ async fn instances_claiming_at_once_take_different_deliveries() {
     let until = later + chrono::Duration::seconds(60);
     let (a, b) = (first.webhooks(), second.webhooks());
     let mut claimed = Vec::new();
+    let fifteen = limits(15, 100);
     for _ in 0..6 {
-        let (x, y) =
-            tokio::join!(a.claim(later, until, 15, 100, &[]), b.claim(later, until, 15, 100, &[]));
+        let (x, y) = tokio::join!(a.claim(later, until, &fifteen), b.claim(later, until, &fifteen));
         claimed.extend(x.expect("claim").into_iter().chain(y.expect("claim")).map(|d| d.delivery));
     }
     let distinct: BTreeSet<_> = claimed.iter().collect();
     assert_eq!(distinct.len(), claimed.len(), "no delivery claimed twice");
     assert_eq!(claimed.len(), 120, "every delivery claimed once");
-    assert!(a.claim(later, until, 100, 100, &[]).await.expect("claim").is_empty());
+    assert!(a.claim(later, until, &limits(100, 100)).await.expect("claim").is_empty());
     first.close().await;
     second.close().await;
 }
@@ -89,7 +94,7 @@ async fn a_delivery_whose_event_is_gone_is_removed() {
     admin.close().await.expect("close");
     let later = Utc.timestamp_opt(4_000_000_000, 0).single().expect("an instant");
     let due = hooks
-        .claim(later, later + chrono::Duration::seconds(60), 10, 10, &[])
+        .claim(later, later + chrono::Duration::seconds(60), &limits(10, 10))
         .await
         .expect("claim");
     assert!(due.is_empty(), "nothing to deliver");
@@ -110,13 +115,13 @@ async fn sqlite_claims_pass_over_the_deliveries_the_process_holds() {
     let hooks = db.webhooks();
     let mut claimed = Vec::new();
     for _ in 0..3 {
-        let due = hooks.claim(later, until, 10, 100, &[]).await.expect("claim");
+        let due = hooks.claim(later, until, &limits(10, 100)).await.expect("claim");
         assert_eq!(due.len(), 10, "a claim takes as many as it asks for");
         claimed.extend(due.into_iter().map(|d| d.delivery));
     }
     let distinct: BTreeSet<_> = claimed.iter().collect();
     assert_eq!(distinct.len(), 30, "no delivery claimed twice");
-    assert!(hooks.claim(later, until, 10, 100, &[]).await.expect("claim").is_empty());
+    assert!(hooks.claim(later, until, &limits(10, 100)).await.expect("claim").is_empty());
     let admin = sea_orm::Database::connect(&file.url).await.expect("connect");
     let leased = sea_orm::ConnectionTrait::query_one_raw(
         &admin,
@@ -130,11 +135,12 @@ async fn sqlite_claims_pass_over_the_deliveries_the_process_holds() {
     .expect("a row");
     assert_eq!(leased.try_get::<i64>("", "leased").expect("a count"), 0, "nothing stored");
     admin.close().await.expect("close");
-    let after_lease = hooks.claim(until, until + chrono::Duration::seconds(60), 100, 100, &[]);
+    let all = limits(100, 100);
+    let after_lease = hooks.claim(until, until + chrono::Duration::seconds(60), &all);
     assert_eq!(after_lease.await.expect("claim").len(), 30, "due again once the leases end");
     db.close().await;
     let again = file.open().await;
-    let due = again.webhooks().claim(later, until, 100, 100, &[]).await.expect("claim");
+    let due = again.webhooks().claim(later, until, &limits(100, 100)).await.expect("claim");
     assert_eq!(due.len(), 30, "a new process holds nothing");
     again.close().await;
 }

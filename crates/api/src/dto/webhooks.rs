@@ -55,7 +55,16 @@ pub struct EndpointBody {
 impl From<&Endpoint> for EndpointBody {
     fn from(endpoint: &Endpoint) -> Self {
         // The secret is not shown again, nor the owner (the caller).
-        let Endpoint { id, owner: _, url, events, status, secret: _, created_at } = endpoint;
+        let Endpoint {
+            id,
+            owner: _,
+            url,
+            events,
+            status,
+            disabled_reason: _,
+            secret: _,
+            created_at,
+        } = endpoint;
         Self {
             id: id.get(),
             url: url.as_str().to_owned(),
@@ -109,6 +118,9 @@ pub enum OutcomeDto {
     ConnectionError,
     /// The host resolved to an address the service does not call.
     RefusedAddress,
+    /// Not attempted, and never will be: the endpoint was disabled for good (the key's line
+    /// ended, or the service's operator disabled it), or its backlog was full.
+    Dropped,
 }
 
 impl From<Outcome> for OutcomeDto {
@@ -119,6 +131,7 @@ impl From<Outcome> for OutcomeDto {
             Outcome::Timeout => Self::Timeout,
             Outcome::ConnectionError => Self::ConnectionError,
             Outcome::RefusedAddress => Self::RefusedAddress,
+            Outcome::Dropped => Self::Dropped,
         }
     }
 }

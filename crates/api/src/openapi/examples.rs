@@ -154,6 +154,11 @@ fn error_example(operation: &str, status: u16) -> Value {
             ErrorCode::IdempotencyInProgress,
             "a request with this Idempotency-Key is still being processed; retry later",
         ),
+        (409, "updateWebhookEndpoint") => (
+            ErrorCode::Conflict,
+            "webhook endpoint 1 was disabled by the service's operator and cannot be enabled \
+             again; register a new endpoint",
+        ),
         (409, _) => (ErrorCode::Conflict, "an order cannot move from placed to delivered"),
         (410, _) => {
             (ErrorCode::Gone, "getPet was removed on 5 December 2030; use GET /v1/pets instead")

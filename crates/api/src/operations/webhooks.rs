@@ -134,6 +134,11 @@ impl ErrorSet for UpdateErrors {
         ),
         UNAUTHORIZED,
         NOT_FOUND,
+        (
+            ErrorCode::Conflict,
+            "`status` is `enabled`, and the service's operator disabled the endpoint: it stays \
+             disabled.",
+        ),
         TOO_LARGE,
         NOT_JSON,
         INTERNAL,
@@ -341,6 +346,7 @@ impl From<WebhookError> for ApiError {
             WebhookError::NotFound(id) => {
                 Self::new(ErrorCode::NotFound, format!("no webhook endpoint has id {id}"))
             }
+            WebhookError::DisabledForGood(_) => Self::new(ErrorCode::Conflict, err.to_string()),
             WebhookError::Repository(err) => err.into(),
         }
     }

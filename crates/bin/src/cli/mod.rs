@@ -5,12 +5,14 @@ use std::time::Duration;
 use animal_store_api::{DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
 mod keys;
+mod webhooks;
 
 pub use crate::database_url::DatabaseUrl;
 use animal_store_domain::Environment;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 pub use keys::KeysCommand;
+pub use webhooks::WebhooksCommand;
 
 /// The Animal Store server and its administration commands.
 #[derive(Debug, Clone, Parser)]
@@ -59,6 +61,12 @@ pub enum Command {
         /// The key command.
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// List every owner's webhook endpoints, and disable one for good.
+    Webhooks {
+        /// The webhook command.
+        #[command(subcommand)]
+        command: WebhooksCommand,
     },
     /// Apply pending database migrations, then exit.
     Migrate(MigrateArgs),

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    Attempt, AttemptId, Attempted, Backlog, CreateEndpointError, Due, Endpoint, EndpointId,
-    EndpointPatch, NewEndpoint, WebhookDeliveries, WebhookEndpoints,
+    Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, CreateEndpointError,
+    DisabledReason, Due, Endpoint, EndpointId, EndpointPatch, NewEndpoint, Outcome,
+    WebhookDeliveries, WebhookEndpoints,
 };
 use animal_store_domain::{
     ChangePetError, Event, EventId, EventLog, EventType, IdempotencyRecord, IdempotencyStore,
@@ -104,6 +105,21 @@ impl WebhookEndpoints for NoWebhooks {
     async fn delete(&self, _owner: &KeyId, _id: EndpointId) -> Result<bool, RepositoryError> {
         Err(no_events())
     }
+
+    async fn survey(
+        &self,
+        _owner: Option<&KeyId>,
+    ) -> Result<Vec<(Endpoint, Option<Outcome>)>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn disable(
+        &self,
+        _id: EndpointId,
+        _reason: DisabledReason,
+    ) -> Result<Option<Endpoint>, RepositoryError> {
+        Err(no_events())
+    }
 }
 
 #[async_trait]
@@ -112,10 +128,25 @@ impl WebhookDeliveries for NoWebhooks {
         &self,
         _now: DateTime<Utc>,
         _until: DateTime<Utc>,
-        _count: usize,
-        _per_endpoint: usize,
-        _busy: &[EndpointId],
+        _limits: &ClaimLimits,
     ) -> Result<Vec<Due>, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn close(&self, _now: DateTime<Utc>, _batch: usize) -> Result<Closed, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn trim(
+        &self,
+        _now: DateTime<Utc>,
+        _max_waiting: usize,
+        _batch: usize,
+    ) -> Result<u64, RepositoryError> {
+        Err(no_events())
+    }
+
+    async fn sweep(&self, _before: DateTime<Utc>, _batch: usize) -> Result<usize, RepositoryError> {
         Err(no_events())
     }
 

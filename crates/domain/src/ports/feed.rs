@@ -5,12 +5,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::api_key::KeyId;
-use crate::delivery::{Attempt, AttemptId, Attempted, Backlog, Due, Outcome};
+use crate::delivery::{Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, Due, Outcome};
 use crate::event::{Event, EventId, EventType};
 use crate::repository_error::RepositoryError;
 use crate::webhook::{
-    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, NewEndpoint, WebhookUrl,
-    WebhookUrlError,
+    CreateEndpointError, DisabledReason, Endpoint, EndpointId, EndpointPatch, NewEndpoint,
+    WebhookUrl, WebhookUrlError,
 };
 
 /// Where events are read and swept. The stores of the pets and the orders write them, each
@@ -96,14 +96,38 @@ pub trait WebhookEndpoints: Send + Sync + 'static {
     ///
     /// [`RepositoryError`] when the store fails; nothing changes then.
     async fn delete(&self, owner: &KeyId, id: EndpointId) -> Result<bool, RepositoryError>;
+
+    /// For operators: every endpoint, or `owner`'s, oldest first, each with the outcome of
+    /// its last attempt.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn survey(
+        &self,
+        owner: Option<&KeyId>,
+    ) -> Result<Vec<(Endpoint, Option<Outcome>)>, RepositoryError>;
+
+    /// For operators: disables the endpoint `id`, whoever owns it, for `reason`, and returns
+    /// it as it is then; `None` when there is none. An endpoint disabled for good keeps its
+    /// first reason.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails; nothing changes then.
+    async fn disable(
+        &self,
+        id: EndpointId,
+        reason: DisabledReason,
+    ) -> Result<Option<Endpoint>, RepositoryError>;
 }
 
 /// Where deliveries wait, claimed by the instances that attempt them, and where their
 /// attempts are recorded.
 #[async_trait]
 pub trait WebhookDeliveries: Send + Sync + 'static {
-    /// Claims up to `count` deliveries due at `now` to enabled endpoints not in `busy`, at
-    /// most `per_endpoint` of each endpoint's, oldest due first, leased `until`: no other
+    /// Claims deliveries due at `now` to enabled endpoints, within `limits` (how many in
+    /// all, of one endpoint's, of one owner's), oldest due first, leased `until`: no other
     /// claim takes them before (a delivery is attempted twice only when its instance dies
     /// mid-attempt).
     ///
@@ -114,9 +138,7 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        count: usize,
-        per_endpoint: usize,
-        busy: &[EndpointId],
+        limits: &ClaimLimits,
     ) -> Result<Vec<Due>, RepositoryError>;
 
     /// Records `attempts`, ending their leases: a delivery is done once delivered or given
@@ -160,6 +182,39 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
     ///
     /// [`RepositoryError`] when the store fails.
     async fn release_leases(&self) -> Result<u64, RepositoryError>;
+
+    /// Ends what may no longer be delivered, at `now`: disables, for
+    /// [`DisabledReason::KeyEnded`], every enabled endpoint whose owner's line of keys has no
+    /// live key left (each revoked or expired: a rotation keeps the line live); then drops up
+    /// to `batch` of the deliveries that wait for an endpoint disabled for good, each
+    /// recorded as an attempt made `now` whose outcome is [`Outcome::Dropped`].
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    async fn close(&self, now: DateTime<Utc>, batch: usize) -> Result<Closed, RepositoryError>;
+
+    /// Bounds each endpoint's backlog to `max_waiting` deliveries: drops up to `batch` of
+    /// those beyond it, the soonest due first (the oldest waiting), each recorded as
+    /// [`Outcome::Dropped`] at `now`; returns how many it dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    async fn trim(
+        &self,
+        now: DateTime<Utc>,
+        max_waiting: usize,
+        batch: usize,
+    ) -> Result<u64, RepositoryError>;
+
+    /// Removes at most `batch` of the attempts made before `before`, the oldest first, and
+    /// says how many it removed.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError>;
 
     /// How many deliveries wait, and since when the oldest does.
     ///

@@ -7,6 +7,7 @@
 //! [`faults`] checks what stores over a real database promise when that database fails.
 
 mod changes;
+mod delivery_ends;
 mod events;
 pub mod faults;
 mod idempotency;
@@ -16,6 +17,7 @@ mod rotation;
 mod webhooks;
 
 pub use changes::{PetChangeStores, pet_changes};
+pub use delivery_ends::delivery_ends;
 pub use events::{EventStores, events};
 pub use idempotency::{IdempotencyStores, idempotency_store};
 pub use orders::{OrderStores, order_repository};

@@ -10,10 +10,10 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone as _, Utc};
 
 use animal_store_domain::{
-    AttemptId, Attempted, CreateEndpointError, Due, EndpointId, EndpointPatch, EndpointStatus,
-    EventLog, EventSelection, EventType, KeyId, MAX_ENDPOINTS, NewEndpoint, NewOrder,
-    OrderRepository, Outcome, PetRepository, PetStatus, WebhookDeliveries, WebhookEndpoints,
-    WebhookSecret, WebhookUrl,
+    AttemptId, Attempted, ClaimLimits, CreateEndpointError, Due, EndpointId, EndpointPatch,
+    EndpointStatus, EventLog, EventSelection, EventType, KeyId, MAX_ENDPOINTS, NewEndpoint,
+    NewOrder, OrderRepository, Outcome, PetRepository, PetStatus, WebhookDeliveries,
+    WebhookEndpoints, WebhookSecret, WebhookUrl,
 };
 
 use super::new_pet;
@@ -39,11 +39,11 @@ fn owner(name: &str) -> KeyId {
 }
 
 /// A time far in the future, when everything queued is due.
-fn later(seconds: i64) -> DateTime<Utc> {
+pub(super) fn later(seconds: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(4_000_000_000 + seconds, 0).single().expect("an instant")
 }
 
-fn endpoint(owner_name: &str, path: &str, events: &[&str]) -> NewEndpoint {
+pub(super) fn endpoint(owner_name: &str, path: &str, events: &[&str]) -> NewEndpoint {
     NewEndpoint {
         owner: owner(owner_name),
         url: WebhookUrl::parse(&format!("https://hooks.example.com/{path}"), false)
@@ -55,7 +55,12 @@ fn endpoint(owner_name: &str, path: &str, events: &[&str]) -> NewEndpoint {
 }
 
 async fn claim(stores: &WebhookStores<'_>, at: DateTime<Utc>, count: usize) -> Vec<Due> {
-    stores.deliveries.claim(at, at + LEASE, count, 100, &[]).await.expect("claim")
+    stores.deliveries.claim(at, at + LEASE, &limits(count)).await.expect("claim")
+}
+
+/// Claims of up to `count` deliveries, as many of one endpoint's and of one owner's.
+pub(super) fn limits(count: usize) -> ClaimLimits {
+    ClaimLimits { count, per_endpoint: count, per_owner: count, ..ClaimLimits::default() }
 }
 
 /// Checks the webhooks of `stores`.

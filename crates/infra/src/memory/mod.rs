@@ -125,6 +125,12 @@ impl MemoryApiKeyStore {
         Self::default()
     }
 
+    /// Whether the line of keys `owner` has a live key at `at`.
+    pub(super) fn line_is_live(&self, owner: &KeyId, at: SystemTime) -> bool {
+        let keys = self.keys.read().unwrap_or_else(PoisonError::into_inner);
+        keys.iter().any(|key| key.owner == *owner && key.is_live(at))
+    }
+
     fn update<T>(&self, id: &KeyId, f: impl FnOnce(&mut ApiKey) -> T) -> Option<T> {
         let mut keys = self.keys.write().unwrap_or_else(PoisonError::into_inner);
         keys.iter_mut().find(|k| &k.id == id).map(f)

@@ -20,6 +20,9 @@ use super::webhooks::Webhooks;
 pub struct MemoryPetRepository {
     shelf: RwLock<Shelf>,
     clock: Arc<dyn Clock>,
+    /// The keys whose lines own the webhook endpoints: an endpoint whose line has no live
+    /// key is disabled (see `WebhookDeliveries::close`).
+    pub(super) keys: Arc<super::MemoryApiKeyStore>,
 }
 
 impl std::fmt::Debug for MemoryPetRepository {
@@ -148,7 +151,13 @@ impl MemoryPetRepository {
 
     /// An empty catalogue, whose events take their time from `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
-        Self { shelf: RwLock::default(), clock }
+        Self { shelf: RwLock::default(), clock, keys: Arc::default() }
+    }
+
+    /// This catalogue, its webhook endpoints owned by the lines of `keys`.
+    #[must_use]
+    pub fn with_keys(self, keys: Arc<super::MemoryApiKeyStore>) -> Self {
+        Self { keys, ..self }
     }
 
     /// The time now, to the second, as events record it.
@@ -270,7 +279,7 @@ impl EventLog for MemoryPetRepository {
         for id in &old {
             locked.events.remove(id);
         }
-        locked.webhooks.forget(&old, before);
+        locked.webhooks.forget(&old);
         Ok(old.len())
     }
 }

@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use animal_store_domain::{
-    Attempt, AttemptId, Attempted, Backlog, CreateEndpointError, DeliveryId, Due, Endpoint,
-    EndpointId, EndpointPatch, EndpointStatus, Event, EventId, KeyId, MAX_ENDPOINTS, NewEndpoint,
-    RepositoryError, WebhookDeliveries, WebhookEndpoints,
+    Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, CreateEndpointError, DeliveryId,
+    DisabledReason, Due, Endpoint, EndpointId, EndpointPatch, EndpointStatus, Event, EventId,
+    KeyId, MAX_ENDPOINTS, NewEndpoint, Outcome, RepositoryError, WebhookDeliveries,
+    WebhookEndpoints,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -69,11 +70,25 @@ impl Webhooks {
         }
     }
 
-    /// Forgets the deliveries of the events `ids`, swept as made before `before`, and the
-    /// attempts made before `before`.
-    pub(super) fn forget(&mut self, ids: &[EventId], before: DateTime<Utc>) {
+    /// Forgets the deliveries of the events `ids`, swept.
+    pub(super) fn forget(&mut self, ids: &[EventId]) {
         self.deliveries.retain(|_, queued| !ids.contains(&queued.event));
-        self.attempts.retain(|_, (_, attempt)| attempt.at >= before);
+    }
+
+    /// Drops the delivery `id`, recording it as an attempt made `at` whose outcome is
+    /// [`Outcome::Dropped`].
+    fn drop_delivery(&mut self, id: DeliveryId, at: DateTime<Utc>) {
+        let Some(queued) = self.deliveries.remove(&id) else { return };
+        self.last_attempt += 1;
+        let attempt = Attempt {
+            id: AttemptId::new(self.last_attempt),
+            event: queued.event,
+            attempt: queued.attempts + 1,
+            at,
+            outcome: Outcome::Dropped,
+            next_attempt_at: None,
+        };
+        self.attempts.insert(attempt.id, (queued.endpoint, attempt));
     }
 
     fn owned(&self, owner: &KeyId, id: EndpointId) -> Option<&Registered> {
@@ -145,6 +160,45 @@ impl WebhookEndpoints for MemoryPetRepository {
         hooks.attempts.retain(|_, (endpoint, _)| *endpoint != id);
         Ok(true)
     }
+
+    async fn survey(
+        &self,
+        owner: Option<&KeyId>,
+    ) -> Result<Vec<(Endpoint, Option<Outcome>)>, RepositoryError> {
+        let mut locked = self.shelf();
+        let hooks = locked.webhooks();
+        let last = |id: EndpointId| {
+            let mut attempts = hooks.attempts.values().rev();
+            attempts.find(|(of, _)| *of == id).map(|(_, attempt)| attempt.outcome)
+        };
+        Ok(hooks
+            .endpoints
+            .values()
+            .filter(|r| owner.is_none_or(|owner| r.endpoint.owner == *owner))
+            .map(|r| (r.endpoint.clone(), last(r.endpoint.id)))
+            .collect())
+    }
+
+    async fn disable(
+        &self,
+        id: EndpointId,
+        reason: DisabledReason,
+    ) -> Result<Option<Endpoint>, RepositoryError> {
+        let mut locked = self.shelf();
+        let Some(registered) = locked.webhooks().endpoints.get_mut(&id) else {
+            return Ok(None);
+        };
+        disable(&mut registered.endpoint, reason);
+        Ok(Some(registered.endpoint.clone()))
+    }
+}
+
+/// Disables `endpoint` for `reason`, unless it is disabled for good already.
+fn disable(endpoint: &mut Endpoint, reason: DisabledReason) {
+    if !endpoint.disabled_reason.is_some_and(DisabledReason::is_final) {
+        endpoint.status = EndpointStatus::Disabled;
+        endpoint.disabled_reason = Some(reason);
+    }
 }
 
 #[async_trait]
@@ -153,16 +207,13 @@ impl WebhookDeliveries for MemoryPetRepository {
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        count: usize,
-        per_endpoint: usize,
-        busy: &[EndpointId],
+        limits: &ClaimLimits,
     ) -> Result<Vec<Due>, RepositoryError> {
         let mut locked = self.shelf();
         let (events, hooks) = locked.events_and_webhooks();
         let mut due: Vec<(DeliveryId, DateTime<Utc>)> = hooks
             .deliveries
             .iter()
-            .filter(|(_, q)| !busy.contains(&q.endpoint))
             .filter(|(_, q)| q.next_attempt_at.is_some_and(|at| at <= now))
             .filter(|(_, q)| q.leased_until.is_none_or(|until| until <= now))
             .filter(|(_, q)| {
@@ -174,22 +225,21 @@ impl WebhookDeliveries for MemoryPetRepository {
             .map(|(id, q)| (*id, q.next_attempt_at.unwrap_or(now)))
             .collect();
         due.sort_by_key(|(id, at)| (*at, *id));
-        let mut taken: HashMap<EndpointId, usize> = HashMap::new();
-        due.retain(|(id, _)| {
-            let endpoint = hooks.deliveries[id].endpoint;
-            let of_endpoint = taken.entry(endpoint).or_default();
-            *of_endpoint += 1;
-            *of_endpoint <= per_endpoint
-        });
-        due.truncate(count);
-        let mut claimed = Vec::with_capacity(due.len());
+        let mut room = limits.clone();
+        let mut claimed = Vec::new();
         for (id, _) in due {
+            if claimed.len() == limits.count {
+                break;
+            }
             let Some(queued) = hooks.deliveries.get_mut(&id) else { continue };
             let (Some(registered), Some(event)) =
                 (hooks.endpoints.get(&queued.endpoint), events.get(&queued.event))
             else {
                 continue;
             };
+            if !room.take(queued.endpoint, &registered.endpoint.owner) {
+                continue;
+            }
             queued.leased_until = Some(until);
             claimed.push(Due {
                 delivery: id,
@@ -235,8 +285,10 @@ impl WebhookDeliveries for MemoryPetRepository {
                     registered.failing_since = None;
                 } else {
                     let since = *registered.failing_since.get_or_insert(a.at);
-                    if since <= a.at - disable_after {
-                        registered.endpoint.status = EndpointStatus::Disabled;
+                    if since <= a.at - disable_after
+                        && registered.endpoint.status == EndpointStatus::Enabled
+                    {
+                        disable(&mut registered.endpoint, DisabledReason::Failing);
                     }
                 }
             }
@@ -274,6 +326,86 @@ impl WebhookDeliveries for MemoryPetRepository {
         let leased =
             locked.webhooks().deliveries.values_mut().filter_map(|q| q.leased_until.take());
         Ok(u64::try_from(leased.count()).unwrap_or(u64::MAX))
+    }
+
+    async fn close(&self, now: DateTime<Utc>, batch: usize) -> Result<Closed, RepositoryError> {
+        let at = std::time::SystemTime::from(now);
+        let mut locked = self.shelf();
+        let hooks = locked.webhooks();
+        let mut closed = Closed::default();
+        for registered in hooks.endpoints.values_mut() {
+            let endpoint = &mut registered.endpoint;
+            if endpoint.status == EndpointStatus::Enabled
+                && !self.keys.line_is_live(&endpoint.owner, at)
+            {
+                disable(endpoint, DisabledReason::KeyEnded);
+                closed.endpoints += 1;
+            }
+        }
+        let ended = |hooks: &Webhooks, endpoint: EndpointId| {
+            hooks
+                .endpoints
+                .get(&endpoint)
+                .is_some_and(|r| r.endpoint.disabled_reason.is_some_and(DisabledReason::is_final))
+        };
+        let doomed: Vec<DeliveryId> = hooks
+            .deliveries
+            .iter()
+            .filter(|(_, q)| ended(hooks, q.endpoint))
+            .map(|(id, _)| *id)
+            .take(batch)
+            .collect();
+        closed.dropped = u64::try_from(doomed.len()).unwrap_or(u64::MAX);
+        for id in doomed {
+            hooks.drop_delivery(id, now);
+        }
+        Ok(closed)
+    }
+
+    async fn trim(
+        &self,
+        now: DateTime<Utc>,
+        max_waiting: usize,
+        batch: usize,
+    ) -> Result<u64, RepositoryError> {
+        let mut locked = self.shelf();
+        let hooks = locked.webhooks();
+        // Each endpoint's deliveries, soonest due first; those past its `max_waiting` last go.
+        let mut waiting: HashMap<EndpointId, Vec<(Option<DateTime<Utc>>, DeliveryId)>> =
+            HashMap::new();
+        for (id, queued) in &hooks.deliveries {
+            waiting.entry(queued.endpoint).or_default().push((queued.next_attempt_at, *id));
+        }
+        let overflow: Vec<DeliveryId> = waiting
+            .into_values()
+            .flat_map(|mut due| {
+                due.sort_unstable();
+                let excess = due.len().saturating_sub(max_waiting);
+                due.into_iter().take(excess).map(|(_, id)| id)
+            })
+            .take(batch)
+            .collect();
+        let dropped = u64::try_from(overflow.len()).unwrap_or(u64::MAX);
+        for id in overflow {
+            hooks.drop_delivery(id, now);
+        }
+        Ok(dropped)
+    }
+
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        let mut locked = self.shelf();
+        let hooks = locked.webhooks();
+        let expired: Vec<AttemptId> = hooks
+            .attempts
+            .iter()
+            .filter(|(_, (_, attempt))| attempt.at < before)
+            .map(|(id, _)| *id)
+            .take(batch)
+            .collect();
+        for id in &expired {
+            hooks.attempts.remove(id);
+        }
+        Ok(expired.len())
     }
 
     async fn backlog(&self) -> Result<Backlog, RepositoryError> {

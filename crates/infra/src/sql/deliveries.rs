@@ -13,8 +13,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use animal_store_domain::{
-    Attempt, AttemptId, Attempted, Backlog, DeliveryId, Due, Endpoint, EndpointId, EndpointStatus,
-    EventId, KeyId, Outcome, RepositoryError, WebhookDeliveries,
+    Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, DeliveryId, DisabledReason, Due,
+    Endpoint, EndpointId, EndpointStatus, EventId, KeyId, Outcome, RepositoryError,
+    WebhookDeliveries,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -58,29 +59,14 @@ fn to_attempt(row: attempt::Model) -> Result<Attempt, RepositoryError> {
     })
 }
 
-/// In `txn`, as the events `ids` are swept (every one made before `before`): removes their
-/// deliveries (the table holds only those that wait: a scan is short), and up to as many of
-/// the oldest attempts, made before `before`, in the order of their key (attempts are made
-/// in time order, so the expired ones come first).
-pub(super) async fn forget_events(
-    txn: &DatabaseTransaction,
-    ids: &[i64],
-    before: DateTime<Utc>,
-) -> Result<(), DbErr> {
+/// In `txn`, as the events `ids` are swept: removes their deliveries (the table holds only
+/// those that wait: a scan is short). Their attempts are swept by age, on their own (see
+/// [`delivery_ends`](super::delivery_ends)).
+pub(super) async fn forget_events(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbErr> {
     delivery::Entity::delete_many()
         .filter(delivery::Column::EventId.is_in(ids.iter().copied()))
         .exec(txn)
         .await?;
-    let oldest = attempt::Entity::find()
-        .select_only()
-        .columns([attempt::Column::Id, attempt::Column::AttemptedAt])
-        .order_by_asc(attempt::Column::Id)
-        .limit(u64::try_from(ids.len()).unwrap_or(u64::MAX))
-        .into_tuple::<(i64, DateTime<Utc>)>()
-        .all(txn)
-        .await?;
-    let expired = oldest.into_iter().filter(|(_, at)| *at < before).map(|(id, _)| id);
-    attempt::Entity::delete_many().filter(attempt::Column::Id.is_in(expired)).exec(txn).await?;
     Ok(())
 }
 
@@ -91,7 +77,7 @@ impl SeaOrmWebhooks {
     /// worker's statements in the writer's transactions would hold up the requests' writes
     /// committed with them (and the lock their events' ids take, see
     /// [`event_rows`](super::event_rows)) by as many round trips.
-    async fn worker_write<T, F>(&self, work: F) -> Result<T, RepositoryError>
+    pub(super) async fn worker_write<T, F>(&self, work: F) -> Result<T, RepositoryError>
     where
         T: Send + 'static,
         F: for<'t> FnOnce(&'t DatabaseTransaction) -> BoxFuture<'t, Result<T, DbErr>>
@@ -203,7 +189,12 @@ async fn record(
             .await?;
         endpoint::Entity::update_many()
             .col_expr(endpoint::Column::Status, Expr::value(EndpointStatus::Disabled.as_str()))
+            .col_expr(
+                endpoint::Column::DisabledReason,
+                Expr::value(DisabledReason::Failing.as_str()),
+            )
             .filter(endpoint::Column::Id.eq(a.endpoint.get()))
+            .filter(endpoint::Column::Status.eq(EndpointStatus::Enabled.as_str()))
             .filter(endpoint::Column::FailingSince.lte(a.at - disable_after))
             .exec(txn)
             .await?;
@@ -247,18 +238,15 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        count: usize,
-        per_endpoint: usize,
-        busy: &[EndpointId],
+        limits: &ClaimLimits,
     ) -> Result<Vec<Due>, RepositoryError> {
-        let sizes = (count, per_endpoint);
+        let limits = limits.clone();
         let claimed = if self.readers.get_database_backend() == DbBackend::Postgres {
-            let busy = busy.to_vec();
-            self.worker_write(move |txn| Box::pin(claim_on_postgres(txn, now, until, sizes, busy)))
+            self.worker_write(move |txn| Box::pin(claim_on_postgres(txn, now, until, limits)))
                 .await?
         } else {
             let readers = self.sqlite_readers.as_deref().ok_or_else(no_sqlite_readers)?;
-            let claim = claim_on_sqlite(readers, &self.leases, (now, until), sizes, busy);
+            let claim = claim_on_sqlite(readers, &self.leases, (now, until), limits);
             self.reads.run(claim).await?
         };
         self.due(claimed).await
@@ -315,6 +303,23 @@ impl WebhookDeliveries for SeaOrmWebhooks {
                 })
             })
             .await
+    }
+
+    async fn close(&self, now: DateTime<Utc>, batch: usize) -> Result<Closed, RepositoryError> {
+        self.close_ended(now, batch).await
+    }
+
+    async fn trim(
+        &self,
+        now: DateTime<Utc>,
+        max_waiting: usize,
+        batch: usize,
+    ) -> Result<u64, RepositoryError> {
+        self.trim_backlogs(now, max_waiting, batch).await
+    }
+
+    async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
+        self.sweep_attempts(before, batch).await
     }
 
     async fn backlog(&self) -> Result<Backlog, RepositoryError> {

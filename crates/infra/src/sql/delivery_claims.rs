@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use animal_store_domain::EndpointId;
+use animal_store_domain::{ClaimLimits, EndpointId, KeyId};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -23,22 +23,27 @@ use super::reader_threads::ReaderThreads;
 use super::sqlite_writes::stored_time;
 
 /// The deliveries due: their next attempt due at `$now`, not leased (or their lease over),
-/// to an enabled endpoint.
+/// to an enabled endpoint with room (not in `$busy`, nor of an owner in `$owners`).
 const DUE: &str = "d.next_attempt_at <= $now \
      AND (d.leased_until IS NULL OR d.leased_until <= $now) \
-     AND e.status = 'enabled' AND e.id NOT IN ($busy)";
+     AND e.status = 'enabled' AND e.id NOT IN ($busy) AND e.owner NOT IN ($owners)";
 
 /// The statement that picks the deliveries to claim on PostgreSQL (see [`DUE`]): each
 /// enabled endpoint's, in a lateral subquery over the index of each endpoint's deliveries,
-/// soonest due first, `FOR UPDATE SKIP LOCKED`, at most `per_endpoint` (and no more than the
-/// whole claim: PostgreSQL locks every row the subquery picks, and rows locked but not
-/// claimed would be skipped by the instances claiming meanwhile).
-fn postgres_due(now: DateTime<Utc>, count: usize, per_endpoint: usize, busy: &str) -> Statement {
-    let due = DUE.replace("$busy", busy).replace("$now", "$1");
-    let count = i64::try_from(count).unwrap_or(i64::MAX);
-    let per = Ord::min(i64::try_from(per_endpoint).unwrap_or(i64::MAX), count);
+/// soonest due first, `FOR UPDATE SKIP LOCKED`, at most as many as one endpoint or one
+/// owner may take (and no more than the whole claim: PostgreSQL locks every row the
+/// subquery picks, and rows locked but not claimed would be skipped by the instances
+/// claiming meanwhile).
+fn postgres_due(now: DateTime<Utc>, limits: &ClaimLimits) -> Statement {
+    let due = DUE
+        .replace("$busy", &busy_list(limits))
+        .replace("$owners", &full_owners(limits))
+        .replace("$now", "$1");
+    let count = i64::try_from(limits.count).unwrap_or(i64::MAX);
+    let per = limits.per_endpoint.min(limits.per_owner);
+    let per = Ord::min(i64::try_from(per).unwrap_or(i64::MAX), count);
     let sql = format!(
-        "SELECT d.id, d.endpoint_id, d.event_id, d.attempts FROM webhook_endpoints e \
+        "SELECT d.id, d.endpoint_id, d.event_id, d.attempts, e.owner FROM webhook_endpoints e \
          CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d \
              WHERE d.endpoint_id = e.id AND {due} \
              ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED) d \
@@ -48,24 +53,28 @@ fn postgres_due(now: DateTime<Utc>, count: usize, per_endpoint: usize, busy: &st
 }
 
 /// The deliveries to claim on SQLite, whose one process claims alone: the enabled endpoints
-/// taken in turn, from one picked at random so that each gets its share over the claims,
-/// and of each at most `per_endpoint` of its deliveries due at `now` (as stored), soonest
-/// first, read from the index of each endpoint's deliveries (one seek each), passing over
-/// those the process holds (`held`), until `count`. However long an endpoint's queue, and
-/// however many wait for a disabled one, a claim reads the first rows of the endpoints it
-/// takes from.
+/// with room (see [`ClaimLimits`]) taken in turn, from one picked at random so that each
+/// gets its share over the claims, and of each as many of its deliveries due at `now` (as
+/// stored) as it and its owner have room for, soonest first, read from the index of each
+/// endpoint's deliveries (one seek each), passing over those the process holds (`held`),
+/// until the claim is full. However long an endpoint's queue, and however many wait for a
+/// disabled one, a claim reads the first rows of the endpoints it takes from.
 fn sqlite_due(
     connection: &Connection,
     now: &str,
-    (count, per_endpoint): (usize, usize),
-    (busy, held): (&str, &HashSet<i64>),
+    limits: &ClaimLimits,
+    held: &HashSet<i64>,
 ) -> rusqlite::Result<Vec<Claimed>> {
     let enabled = format!(
-        "SELECT id FROM webhook_endpoints WHERE status = 'enabled' AND id NOT IN ({busy}) \
-         ORDER BY id"
+        "SELECT id, owner FROM webhook_endpoints WHERE status = 'enabled' AND id NOT IN ({}) \
+         AND owner NOT IN ({}) ORDER BY id",
+        busy_list(limits),
+        full_owners(limits),
     );
-    let mut endpoints: Vec<i64> =
-        connection.prepare(&enabled)?.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
+    let mut endpoints: Vec<(i64, String)> = connection
+        .prepare(&enabled)?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
     if !endpoints.is_empty() {
         let first = rand::random_range(0..endpoints.len());
         endpoints.rotate_left(first);
@@ -76,20 +85,27 @@ fn sqlite_due(
          AND (leased_until IS NULL OR leased_until <= ?2) \
          ORDER BY next_attempt_at, id LIMIT ?3",
     )?;
+    let mut room = limits.clone();
     let mut claimed = Vec::new();
-    for endpoint in endpoints {
-        let left = count.saturating_sub(claimed.len());
+    for (endpoint, owner) in endpoints {
+        let Ok(owner) = KeyId::new(&owner) else { continue };
+        let left = limits.count.saturating_sub(claimed.len());
+        let of_endpoint = room.room(EndpointId::new(endpoint), &owner).min(left);
         if left == 0 {
             break;
         }
-        // Enough rows to take `left` past the ones this process holds already.
-        let take = i64::try_from(per_endpoint.min(left) + held.len()).unwrap_or(i64::MAX);
+        if of_endpoint == 0 {
+            continue;
+        }
+        // Enough rows to take what it has room for past the ones this process holds already.
+        let take = i64::try_from(of_endpoint + held.len()).unwrap_or(i64::MAX);
         let rows = due
             .query_map(rusqlite::params![endpoint, now, take], |row| {
                 Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
             })?
             .collect::<Result<Vec<Claimed>, _>>()?;
-        claimed.extend(pick(rows, (left, per_endpoint), |id| held.contains(&id)));
+        let rows = rows.into_iter().map(|row| (row, owner.clone()));
+        claimed.extend(pick(rows, left, &mut room, |id| held.contains(&id)));
     }
     Ok(claimed)
 }
@@ -113,27 +129,35 @@ impl Leases {
     }
 }
 
-/// The endpoints `busy`, as an SQL list (see [`id_list`]).
-fn busy_list(busy: &[EndpointId]) -> String {
-    id_list(&busy.iter().map(|id| id.get()).collect::<Vec<_>>())
+/// The endpoints that have no room left, as an SQL list (see [`id_list`]).
+fn busy_list(limits: &ClaimLimits) -> String {
+    id_list(&limits.full_endpoints().map(EndpointId::get).collect::<Vec<_>>())
 }
 
-/// Of the due `rows`, in their order, those to claim: up to `count`, at most `per_endpoint`
-/// of one endpoint's, none that `held`.
+/// The owners that have no room left, as an SQL list of strings: key ids are lowercase
+/// letters and digits, which need no escaping; `''` (no owner's) for none.
+fn full_owners(limits: &ClaimLimits) -> String {
+    let owners: Vec<String> =
+        limits.full_owners().map(|owner| format!("'{}'", owner.as_str())).collect();
+    if owners.is_empty() { "''".to_owned() } else { owners.join(", ") }
+}
+
+/// Of the due `rows` and their owners, in their order, those to claim: up to `count`, each
+/// within the room `room` has (taken as it is claimed), none that `held`.
 fn pick(
-    rows: Vec<Claimed>,
-    (count, per_endpoint): (usize, usize),
+    rows: impl IntoIterator<Item = (Claimed, KeyId)>,
+    count: usize,
+    room: &mut ClaimLimits,
     held: impl Fn(i64) -> bool,
 ) -> Vec<Claimed> {
-    let mut claimed = Vec::with_capacity(count);
-    let mut taken: HashMap<i64, usize> = HashMap::new();
-    for row in rows {
-        let (id, endpoint, ..) = row;
-        let of_endpoint = taken.entry(endpoint).or_default();
-        if claimed.len() == count || *of_endpoint == per_endpoint || held(id) {
+    let mut claimed = Vec::new();
+    for (row, owner) in rows {
+        if claimed.len() == count {
+            break;
+        }
+        if held(row.0) || !room.take(EndpointId::new(row.1), &owner) {
             continue;
         }
-        *of_endpoint += 1;
         claimed.push(row);
     }
     claimed
@@ -146,15 +170,13 @@ pub(super) async fn claim_on_sqlite(
     readers: &ReaderThreads,
     leases: &Leases,
     (now, until): (DateTime<Utc>, DateTime<Utc>),
-    sizes: (usize, usize),
-    busy: &[EndpointId],
+    limits: ClaimLimits,
 ) -> Result<Vec<Claimed>, DbErr> {
     let mut leases = leases.0.lock().await;
     leases.retain(|_, ends| *ends > now);
     let held: HashSet<i64> = leases.keys().copied().collect();
-    let (now_text, busy) = (stored_time(now), busy_list(busy));
-    let claimed =
-        readers.run(move |connection| sqlite_due(connection, &now_text, sizes, (&busy, &held)));
+    let now_text = stored_time(now);
+    let claimed = readers.run(move |connection| sqlite_due(connection, &now_text, &limits, &held));
     let claimed = claimed.await?;
     leases.extend(claimed.iter().map(|c| (c.0, until)));
     Ok(claimed)
@@ -166,8 +188,7 @@ pub(super) async fn claim_on_postgres(
     txn: &DatabaseTransaction,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
-    (count, per_endpoint): (usize, usize),
-    busy: Vec<EndpointId>,
+    limits: ClaimLimits,
 ) -> Result<Vec<Claimed>, DbErr> {
     // The table's statistics lag behind a queue that grows by thousands a second (analysed
     // while it was nearly empty, it looks like a few rows): the planner then reads an
@@ -179,9 +200,10 @@ pub(super) async fn claim_on_postgres(
         "SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off",
     )
     .await?;
-    let due = postgres_due(now, count, per_endpoint, &busy_list(&busy));
-    let rows = txn.query_all_raw(due).await?.iter().map(claimed_row).collect::<Result<_, _>>()?;
-    let claimed = pick(rows, (count, per_endpoint), |_| false);
+    let due = postgres_due(now, &limits);
+    let rows: Vec<(Claimed, KeyId)> =
+        txn.query_all_raw(due).await?.iter().map(claimed_row).collect::<Result<_, _>>()?;
+    let claimed = pick(rows, limits.count, &mut limits.clone(), |_| false);
     if !claimed.is_empty() {
         delivery::Entity::update_many()
             .col_expr(delivery::Column::LeasedUntil, Expr::value(until))
@@ -192,10 +214,14 @@ pub(super) async fn claim_on_postgres(
     Ok(claimed)
 }
 
-/// A due row as PostgreSQL answers it.
-fn claimed_row(row: &QueryResult) -> Result<Claimed, DbErr> {
+/// A due row as PostgreSQL answers it, with its endpoint's owner.
+fn claimed_row(row: &QueryResult) -> Result<(Claimed, KeyId), DbErr> {
     let get = |column: &str| row.try_get::<i64>("", column);
-    Ok((get("id")?, get("endpoint_id")?, get("event_id")?, row.try_get::<i32>("", "attempts")?))
+    let owner: String = row.try_get("", "owner")?;
+    let owner = KeyId::new(&owner).map_err(|e| DbErr::Type(e.to_string()))?;
+    let claimed =
+        (get("id")?, get("endpoint_id")?, get("event_id")?, row.try_get::<i32>("", "attempts")?);
+    Ok((claimed, owner))
 }
 
 /// On SQLite, reading on `readers` (on the caller's thread when a connection is free): the
@@ -206,7 +232,8 @@ pub(super) async fn sqlite_endpoints_and_events(
     events: &[i64],
 ) -> Result<(Vec<endpoint::Model>, Vec<event::Model>), DbErr> {
     let endpoints = format!(
-        "SELECT id, owner, url, events, status, secret, created_at, failing_since \
+        "SELECT id, owner, url, events, status, secret, created_at, failing_since, \
+         disabled_reason \
          FROM webhook_endpoints WHERE id IN ({})",
         id_list(endpoints)
     );
@@ -237,6 +264,7 @@ fn endpoint_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<endpoint::Model> {
         secret: row.get(5)?,
         created_at: time(6, &row.get::<_, String>(6)?)?,
         failing_since: row.get::<_, Option<String>>(7)?.map(|at| time(7, &at)).transpose()?,
+        disabled_reason: row.get(8)?,
     })
 }
 

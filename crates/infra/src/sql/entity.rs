@@ -223,6 +223,9 @@ pub mod webhook_endpoint {
         pub created_at: DateTimeUtc,
         /// Since when every attempt to it has failed; `None` while it is answering.
         pub failing_since: Option<DateTimeUtc>,
+        /// Why it is disabled: `owner`, `failing`, `operator`, `key_ended`; `None` while
+        /// enabled, or disabled by a binary that kept no reason.
+        pub disabled_reason: Option<String>,
     }
 
     /// Endpoints relate to nothing here.

@@ -124,7 +124,7 @@ impl EventLog for SeaOrmEventLog {
         self.writer
             .write(move |txn| {
                 Box::pin(async move {
-                    super::deliveries::forget_events(txn, &ids, before).await?;
+                    super::deliveries::forget_events(txn, &ids).await?;
                     let done = event::Entity::delete_many()
                         .filter(event::Column::Id.is_in(ids))
                         .exec(txn)

@@ -24,6 +24,7 @@ mod changes;
 mod connector;
 mod deliveries;
 mod delivery_claims;
+mod delivery_ends;
 mod entity;
 mod errors;
 mod event_rows;

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    CreateEndpointError, Endpoint, EndpointId, EndpointPatch, EndpointStatus, EventSelection,
-    KeyId, MAX_ENDPOINTS, NewEndpoint, RepositoryError, WebhookEndpoints, WebhookSecret,
-    WebhookUrl,
+    CreateEndpointError, DisabledReason, Endpoint, EndpointId, EndpointPatch, EndpointStatus,
+    EventSelection, KeyId, MAX_ENDPOINTS, NewEndpoint, Outcome, RepositoryError, WebhookEndpoints,
+    WebhookSecret, WebhookUrl,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -36,8 +36,17 @@ fn selection_text(events: &EventSelection) -> String {
 }
 
 pub(super) fn to_endpoint(row: endpoint::Model) -> Result<Endpoint, RepositoryError> {
-    let endpoint::Model { id, owner, url, events, status, secret, created_at, failing_since: _ } =
-        row;
+    let endpoint::Model {
+        id,
+        owner,
+        url,
+        events,
+        status,
+        secret,
+        created_at,
+        failing_since: _,
+        disabled_reason,
+    } = row;
     let bad = |e: &dyn std::fmt::Display| corrupt("webhook_endpoints", e);
     let events = if events == "*" {
         EventSelection::EVERY
@@ -51,6 +60,10 @@ pub(super) fn to_endpoint(row: endpoint::Model) -> Result<Endpoint, RepositoryEr
         url: WebhookUrl::stored(&url),
         events,
         status: status.parse().map_err(|e| bad(&e))?,
+        disabled_reason: match disabled_reason {
+            Some(reason) => Some(DisabledReason::stored(&reason).ok_or_else(|| bad(&reason))?),
+            None => None,
+        },
         secret: WebhookSecret::parse(&secret).map_err(|e| bad(&e))?,
         created_at,
     })
@@ -116,6 +129,7 @@ async fn create(
         secret: Set(new.secret.expose()),
         created_at: Set(new.at),
         failing_since: Set(None),
+        disabled_reason: Set(None),
     };
     let id = insert_one(txn, endpoint::Entity::insert(row).into_query()).await?;
     Ok(Ok(new.registered(EndpointId::new(id))))
@@ -141,7 +155,11 @@ async fn update(
     let mut change = endpoint::Entity::update_many()
         .col_expr(endpoint::Column::Url, Expr::value(after.url.as_str()))
         .col_expr(endpoint::Column::Events, Expr::value(selection_text(&after.events)))
-        .col_expr(endpoint::Column::Status, Expr::value(after.status.as_str()));
+        .col_expr(endpoint::Column::Status, Expr::value(after.status.as_str()))
+        .col_expr(
+            endpoint::Column::DisabledReason,
+            Expr::value(after.disabled_reason.map(DisabledReason::as_str)),
+        );
     if before.status == EndpointStatus::Disabled && after.status == EndpointStatus::Enabled {
         change =
             change.col_expr(endpoint::Column::FailingSince, Expr::value(None::<DateTime<Utc>>));
@@ -207,4 +225,68 @@ impl WebhookEndpoints for SeaOrmWebhooks {
         let owner = owner.clone();
         self.writer.write(move |txn| Box::pin(delete(txn, owner, id))).await
     }
+
+    async fn survey(
+        &self,
+        owner: Option<&KeyId>,
+    ) -> Result<Vec<(Endpoint, Option<Outcome>)>, RepositoryError> {
+        let mut query = endpoint::Entity::find().order_by_asc(endpoint::Column::Id);
+        if let Some(owner) = owner {
+            query = query.filter(endpoint::Column::Owner.eq(owner.as_str()));
+        }
+        let rows = self.reads.run(query.all(&self.readers)).await?;
+        let mut surveyed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let endpoint = to_endpoint(row)?;
+            // The newest attempt, from the index of each endpoint's attempts.
+            let last = attempt::Entity::find()
+                .select_only()
+                .columns([attempt::Column::Outcome, attempt::Column::StatusCode])
+                .filter(attempt::Column::EndpointId.eq(endpoint.id.get()))
+                .order_by_desc(attempt::Column::Id)
+                .into_tuple::<(String, Option<i32>)>();
+            let last = self.reads.run(last.one(&self.readers)).await?;
+            let outcome = last.and_then(|(kind, status)| {
+                Outcome::stored(&kind, status.and_then(|s| u16::try_from(s).ok()))
+            });
+            surveyed.push((endpoint, outcome));
+        }
+        Ok(surveyed)
+    }
+
+    async fn disable(
+        &self,
+        id: EndpointId,
+        reason: DisabledReason,
+    ) -> Result<Option<Endpoint>, RepositoryError> {
+        self.writer.write(move |txn| Box::pin(disable(txn, id, reason))).await
+    }
+}
+
+/// In `txn`: disables the endpoint `id` for `reason`, unless it is disabled for good already.
+async fn disable(
+    txn: &DatabaseTransaction,
+    id: EndpointId,
+    reason: DisabledReason,
+) -> Result<Option<Endpoint>, DbErr> {
+    let mut query = endpoint::Entity::find_by_id(id.get());
+    if txn.get_database_backend() == DbBackend::Postgres {
+        query = query.lock_exclusive();
+    }
+    let Some(row) = query.one(txn).await? else {
+        return Ok(None);
+    };
+    let mut endpoint = to_endpoint(row).map_err(|e| in_write(&e))?;
+    if endpoint.disabled_reason.is_some_and(DisabledReason::is_final) {
+        return Ok(Some(endpoint));
+    }
+    endpoint.status = EndpointStatus::Disabled;
+    endpoint.disabled_reason = Some(reason);
+    endpoint::Entity::update_many()
+        .col_expr(endpoint::Column::Status, Expr::value(EndpointStatus::Disabled.as_str()))
+        .col_expr(endpoint::Column::DisabledReason, Expr::value(reason.as_str()))
+        .filter(endpoint::Column::Id.eq(id.get()))
+        .exec(txn)
+        .await?;
+    Ok(Some(endpoint))
 }

@@ -2,7 +2,8 @@
 //! or an operator disabled an endpoint (`failing`, `key_ended`, `operator`; `owner` when its
 //! owner did); and the index `events_type_owner_id`, which serves `listEvents` filtered by
 //! type: the caller's events of one type, in id order, read from their first row whatever
-//! the table's size.
+//! the table's size; and `api_keys_lineage`, which finds the keys of a line, as the delivery
+//! workers do each second to end the deliveries of lines with no live key left.
 
 use sea_orm_migration::prelude::*;
 
@@ -12,6 +13,12 @@ use super::Compatibility;
 enum WebhookEndpoints {
     Table,
     DisabledReason,
+}
+
+#[derive(DeriveIden)]
+enum ApiKeys {
+    Table,
+    Lineage,
 }
 
 #[derive(DeriveIden)]
@@ -37,6 +44,7 @@ impl MigrationName for Migration {
 }
 
 const INDEX: &str = "events_type_owner_id";
+const LINEAGE_INDEX: &str = "api_keys_lineage";
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
@@ -58,10 +66,19 @@ impl MigrationTrait for Migration {
             .col(Events::Owner)
             .col(Events::Id)
             .to_owned();
-        manager.create_index(index).await
+        manager.create_index(index).await?;
+        let lineage = Index::create()
+            .name(LINEAGE_INDEX)
+            .table(ApiKeys::Table)
+            .col(ApiKeys::Lineage)
+            .to_owned();
+        manager.create_index(lineage).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_index(Index::drop().name(LINEAGE_INDEX).table(ApiKeys::Table).to_owned())
+            .await?;
         manager.drop_index(Index::drop().name(INDEX).table(Events::Table).to_owned()).await?;
         manager
             .alter_table(
