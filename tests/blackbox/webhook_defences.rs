@@ -3,10 +3,13 @@
 //! that end with their key's line; slots shared fairly between owners; attempts kept as
 //! long as their events and no longer.
 
-use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use crate::harness::{Client, Db, json};
-use crate::webhooks::register;
+use serde_json::{Value, json};
+
+use crate::harness::{Client, Db, Server, json};
+use crate::webhooks::{Receiver, TEST_FLAGS, add_pet, attempts, error, patch, register};
 
 /// Addresses that IANA's special-purpose registries do not mark globally reachable are
 /// refused, in IPv4 and IPv6, as are the IPv6 forms that carry a refused IPv4 address; a
@@ -58,4 +61,202 @@ async fn only_public_addresses_are_accepted_with_one_refusal() {
     // A public address in a NAT64 form is accepted.
     let nat64 = register(&client, &server, &json!({"url": "https://[64:ff9b::5db8:d70e]/"})).await;
     assert_eq!(nat64.status(), 201);
+}
+
+/// The key id of `key` (`as_live_<id>_<secret>`).
+fn key_id(key: &str) -> &str {
+    key.split('_').nth(2).expect("a key id")
+}
+
+/// `animal-store webhooks ARGS` on `db`: its stdout, once it succeeded.
+fn webhooks_command(db: &Db, args: &[&str]) -> String {
+    let out = db.run(&[&["webhooks"], args].concat());
+    assert!(out.status.success(), "webhooks {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// The line of `webhooks list` for the endpoint `id`.
+fn listed(db: &Db, id: &Value) -> String {
+    let all = webhooks_command(db, &["list"]);
+    let line = all.lines().find(|line| line.starts_with(&format!("{id}\t")));
+    line.unwrap_or_else(|| panic!("endpoint {id} in {all}")).to_owned()
+}
+
+/// A key revoked: its endpoint gets nothing more within a second, neither the retry that
+/// waited nor a new event, and the retry is recorded `dropped`; `webhooks list` says why.
+/// A rotated key's endpoint goes on receiving.
+#[tokio::test]
+async fn a_revoked_keys_endpoints_get_nothing_more() {
+    let db = Db::sqlite();
+    let (revoked_key, rotated_key) = (db.key("business"), db.key("business"));
+    let writer = Client::new(&db.unlimited_key());
+    // The first attempt fails: its retry waits 5 s.
+    let (failing, kept) = (Receiver::start(vec![500]).await, Receiver::start(Vec::new()).await);
+    let flags = ["--webhooks-allow-private", "--webhook-retry-unit", "1s"];
+    let server = Server::start(&db.url, db.path().to_path_buf(), &flags);
+    let revoked = Client::new(&revoked_key);
+    let ended = json(register(&revoked, &server, &json!({"url": failing.url})).await).await;
+    let rotated = Client::new(&rotated_key);
+    let lasting = json(register(&rotated, &server, &json!({"url": kept.url})).await).await;
+    add_pet(&writer, &server, "Rex").await;
+    failing.wait_for(1).await;
+    kept.wait_for(1).await;
+
+    let out = db.run(&["keys", "revoke", key_id(&revoked_key)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = db.run(&["keys", "rotate", key_id(&rotated_key), "--grace", "1s"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    add_pet(&writer, &server, "Mia").await;
+    kept.wait_for(2).await;
+    // Past the retry's time (5 s after the first attempt, a tenth either way).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(failing.received().len(), 1, "neither the retry nor the new event");
+    let line = listed(&db, &ended["id"]);
+    assert!(line.contains("disabled:key_ended") && line.contains("last=dropped"), "{line}");
+    assert!(line.contains(key_id(&revoked_key)) && line.contains("host=127.0.0.1"), "{line}");
+    assert!(!line.contains("whsec_") && !line.contains("/hook"), "no secret, no path: {line}");
+    let line = listed(&db, &lasting["id"]);
+    assert!(line.contains("\tenabled\t") && line.contains("last=delivered:204"), "{line}");
+    assert_eq!(revoked.get(&server.url("/v1/webhook_endpoints")).await.status(), 401);
+    failing.stop();
+    kept.stop();
+}
+
+/// `webhooks disable`: nothing more is delivered, its owner cannot enable it again, and
+/// `webhooks list --owner` shows it; unknown ids and owners are refused.
+#[tokio::test]
+async fn an_operator_disables_an_endpoint_for_good() {
+    let db = Db::sqlite();
+    let key = db.key("business");
+    let client = Client::new(&key);
+    let receiver = Receiver::start(Vec::new()).await;
+    let server = Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS);
+    let endpoint = json(register(&client, &server, &json!({"url": receiver.url})).await).await;
+    let id = endpoint["id"].to_string();
+    let out = db.run(&["webhooks", "disable", &id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    add_pet(&client, &server, "Rex").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(receiver.received().is_empty(), "nothing delivered");
+    let url = server.url(&format!("/v1/webhook_endpoints/{id}"));
+    let refused = error(patch(&client, &url, &json!({"status": "enabled"})).await, 409, "conflict");
+    assert!(refused.await["message"].as_str().is_some_and(|m| m.contains("operator")));
+    assert_eq!(json(client.get(&url).await).await["status"], "disabled");
+    let mine = webhooks_command(&db, &["list", "--owner", key_id(&key)]);
+    assert_eq!(mine.lines().count(), 1, "{mine}");
+    assert!(mine.contains("disabled:operator"), "{mine}");
+    assert!(webhooks_command(&db, &["list", "--owner", "nobody000000"]).is_empty());
+    let unknown = db.run(&["webhooks", "disable", "999"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no webhook endpoint has id 999"));
+    let bad = db.run(&["webhooks", "list", "--owner", "NOT-AN-ID"]);
+    assert_eq!(bad.status.code(), Some(2));
+    receiver.stop();
+}
+
+/// A receiver that takes connections and never answers: every attempt to it lasts the
+/// service's whole timeout.
+struct Hanging {
+    port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Hanging {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("an address").port();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        Self { port, task }
+    }
+}
+
+/// One owner's 16 endpoints hang; another owner's endpoint gets each event within 2 s, at 2
+/// events a second, from every instance of `servers`.
+async fn fair_deliveries(db: &Db, servers: &[Server]) {
+    let hanging = Hanging::start().await;
+    let greedy = Client::new(&db.unlimited_key());
+    for n in 0..16 {
+        let url = format!("http://127.0.0.1:{}/hang/{n}", hanging.port);
+        assert_eq!(register(&greedy, &servers[0], &json!({"url": url})).await.status(), 201);
+    }
+    let fast = Receiver::start(Vec::new()).await;
+    let client = Client::new(&db.unlimited_key());
+    assert_eq!(register(&client, &servers[0], &json!({"url": fast.url})).await.status(), 201);
+    let mut sent = BTreeMap::new();
+    for n in 0..16 {
+        let pet = add_pet(&client, &servers[n % servers.len()], &format!("Pet {n}")).await;
+        sent.insert(pet["id"].as_i64().expect("an id"), Instant::now());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for received in fast.wait_for(16).await {
+        let id = received.body["data"]["object"]["id"].as_i64().expect("a pet");
+        let waited = received.at.duration_since(sent[&id]);
+        assert!(waited < Duration::from_secs(2), "pet {id} delivered after {waited:?}");
+    }
+    fast.stop();
+    hanging.task.abort();
+}
+
+#[tokio::test]
+async fn a_hanging_owner_delays_no_other_on_sqlite() {
+    let db = Db::sqlite();
+    let server = Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS);
+    fair_deliveries(&db, &[server]).await;
+}
+
+#[tokio::test]
+async fn a_hanging_owner_delays_no_other_on_two_postgres_instances() {
+    let Some(db) = Db::postgres().await else {
+        return;
+    };
+    let servers = [
+        Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS),
+        Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS),
+    ];
+    fair_deliveries(&db, &servers).await;
+}
+
+/// Attempts are kept as long as their events and no longer: with a retention of 2 s,
+/// hundreds of attempts to failing endpoints are gone after a restart's sweep.
+#[tokio::test]
+async fn attempts_go_with_their_retention() {
+    let db = Db::sqlite();
+    let client = Client::new(&db.unlimited_key());
+    let receiver = Receiver::start(vec![500; 10_000]).await;
+    let flags = [&TEST_FLAGS[..], &["--event-retention", "2s"]].concat();
+    let server = Server::start(&db.url, db.path().to_path_buf(), &flags);
+    let mut endpoints = Vec::new();
+    for n in 0..4 {
+        let url = format!("{}/{n}", receiver.url);
+        endpoints.push(json(register(&client, &server, &json!({"url": url})).await).await);
+    }
+    for n in 0..10 {
+        add_pet(&client, &server, &format!("Pet {n}")).await;
+    }
+    let first = attempts(&client, &server, &endpoints[0], 20).await;
+    assert!(first.len() >= 20, "retried: {}", first.len());
+    assert!(server.stop());
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let server = Server::start(&db.url, db.path().to_path_buf(), &flags);
+    let mut left = Vec::new();
+    for _ in 0..100 {
+        left.clear();
+        for endpoint in &endpoints {
+            left.extend(attempts(&client, &server, endpoint, 0).await);
+        }
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(left.is_empty(), "{} attempts left past their retention", left.len());
+    let events = json(client.get(&server.url("/v1/events")).await).await;
+    assert_eq!(events, json!([]), "the events went too");
+    receiver.stop();
 }

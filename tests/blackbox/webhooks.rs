@@ -24,6 +24,8 @@ pub struct Received {
     pub timestamp: String,
     pub signature: String,
     pub body: Value,
+    /// When it came.
+    pub at: std::time::Instant,
 }
 
 /// An HTTP receiver on 127.0.0.1: it records every request and answers the statuses of its
@@ -59,7 +61,9 @@ impl Receiver {
                 );
                 let body = request.into_body().into_bytes().await.unwrap_or_default();
                 let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                seen.lock().expect("the log").push(Received { id, timestamp, signature, body });
+                let at = std::time::Instant::now();
+                let received = Received { id, timestamp, signature, body, at };
+                seen.lock().expect("the log").push(received);
                 let status = answers.lock().expect("the script").next().unwrap_or(204);
                 poem::http::StatusCode::from_u16(status).expect("a status")
             }
