@@ -2,12 +2,14 @@
 //! "Budgets"): each row is marked with the budgets it misses, and a run that misses any fails.
 
 use super::Row;
-use super::scenarios::{INVENTORY, KEYED_CREATE, WITH_ENDPOINT};
+use super::scenarios::{EVENTS, EVENTS_BY_TYPE, INVENTORY, KEYED_CREATE, WITH_ENDPOINT};
 
 /// The page kinds: the first page, a filtered page and a deep page.
 const PAGES: [&str; 3] = ["first page", "filtered page", "deep page"];
-/// The reads whose cost must not grow with the table: the pages and the inventory.
-const SCALED: [&str; 4] = ["first page", "filtered page", "deep page", INVENTORY];
+/// The reads whose cost must not grow with the table: the pages, the inventory and the
+/// events.
+pub(super) const SCALED: [&str; 6] =
+    ["first page", "filtered page", "deep page", INVENTORY, EVENTS, EVENTS_BY_TYPE];
 /// The most a table of 1,000,000 pets may add to a page's p50 at 10,000.
 const SCALE: f64 = 1.10;
 /// The most resident memory of a server under load, in MiB.

@@ -123,16 +123,15 @@ fn table(rows: &[Row]) -> String {
         (super::scenarios::UPDATE_PET, "createPet"),
         "updatePet (a merge patch of a random animal's name) over createPet",
     );
-    // The cost of the page kinds and the inventory at the largest table against the smallest.
+    // The cost of the page kinds, the inventory and the events at the largest table against
+    // the smallest.
     let sizes: Vec<u64> = rows.iter().map(|r| r.pets).collect();
     if let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max())
         && small != large
     {
         {
             let _ = writeln!(table, "\np50 at {large} pets over p50 at {small}:\n");
-            let scaled = |scenario: &str| {
-                scenario.ends_with("page") || scenario == super::scenarios::INVENTORY
-            };
+            let scaled = |scenario: &str| super::budgets::SCALED.contains(&scenario);
             for row in rows.iter().filter(|r| r.pets == large && scaled(r.scenario)) {
                 let base = rows.iter().find(|r| {
                     r.pets == small && r.backend == row.backend && r.scenario == row.scenario

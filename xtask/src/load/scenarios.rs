@@ -32,7 +32,11 @@ pub(super) const INVENTORY: &str = "getInventory";
 /// one round and after it in the next. Then the deliveries a second the server makes with
 /// no request beside them.
 pub(super) const WITH_ENDPOINT: &str = "createPet with one endpoint";
-const SCENARIOS: [&str; 12] = [
+/// The first page of the events, and a page of one type that none of the reader's are:
+/// their cost must not grow with the table.
+pub(super) const EVENTS: &str = "listEvents";
+pub(super) const EVENTS_BY_TYPE: &str = "listEvents by type";
+const SCENARIOS: [&str; 14] = [
     "first page",
     "filtered page",
     "deep page",
@@ -40,6 +44,8 @@ const SCENARIOS: [&str; 12] = [
     GZIPPED_PAGE,
     "getPet",
     INVENTORY,
+    EVENTS,
+    EVENTS_BY_TYPE,
     "90/10 mix",
     "createPet",
     KEYED_CREATE,
@@ -63,6 +69,8 @@ fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>
         ),
         "getPet" => ("/".to_owned(), Some(&scripts.get_pet)),
         INVENTORY => ("/v1/store/inventory".to_owned(), None),
+        EVENTS => ("/v1/events?limit=20".to_owned(), None),
+        EVENTS_BY_TYPE => ("/v1/events?type=order.placed&limit=20".to_owned(), None),
         UPDATE_PET => ("/".to_owned(), Some(&scripts.update_pet)),
         "90/10 mix" => ("/".to_owned(), Some(&scripts.mix)),
         KEYED_CREATE => ("/v1/pets".to_owned(), Some(&scripts.keyed_create)),
