@@ -32,7 +32,11 @@ fn seen_by(reader: &KeyId) -> Condition {
 /// ordered by the index's own columns, which its equalities make the order of `id`: ordered
 /// by `id` alone, PostgreSQL's planner took a type and no owner for independent and walked
 /// the primary key instead, reading a million rows for `order.placed`, which no event
-/// without an owner has.
+/// without an owner has. The count is written into the SQL, as the pets' reads on
+/// PostgreSQL do (decision 0018): a `LIMIT` that is a parameter makes the generic plan look
+/// ten thousand times dearer than it is, so PostgreSQL plans every execution afresh, about
+/// 0.9 ms each at 1,000,000 events against 0.17 ms for the whole query planned once. A page
+/// has at most 101 rows, so at most 101 statements are prepared.
 fn of_type(
     backend: DbBackend,
     reader: &KeyId,
@@ -40,7 +44,7 @@ fn of_type(
     after: Option<EventId>,
     count: usize,
 ) -> Statement {
-    let (after, count) = (after.map_or(0, EventId::get), i64::try_from(count).unwrap_or(i64::MAX));
+    let after = after.map_or(0, EventId::get);
     // Placeholders numbered in the order they are written, as both databases read them.
     let mark = |n: usize| match backend {
         DbBackend::Postgres => format!("${n}"),
@@ -59,11 +63,9 @@ fn of_type(
          ) AS seen ORDER BY id LIMIT {count}",
         kind = mark(1),
         after = mark(2),
-        count = mark(3),
-        owner = mark(4),
+        owner = mark(3),
     );
-    let values: [sea_orm::Value; 4] =
-        [kind.as_str().into(), after.into(), count.into(), reader.as_str().into()];
+    let values: [sea_orm::Value; 3] = [kind.as_str().into(), after.into(), reader.as_str().into()];
     Statement::from_sql_and_values(backend, sql, values)
 }
 
