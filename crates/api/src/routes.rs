@@ -50,9 +50,7 @@ struct RouteMethod {
     takes_idempotency_key: bool,
     /// It reads the caller's rate limit without spending it.
     is_inquiry: bool,
-    /// A read that declares `If-None-Match`: its answers carry an `ETag`, and a conditional
-    /// request may be answered `304 Not Modified`. (A write that declares it reads it as a
-    /// precondition of its own, answered 412.)
+    /// A conditional read (see [`is_conditional_read`]).
     is_conditional: bool,
     /// The scope a key needs to call it (the document's `x-scope`, from the same rule).
     scope: Scope,
@@ -80,7 +78,7 @@ impl RouteMethod {
     fn of_operation(method: Method, op: &Value) -> Self {
         let operation = op["operationId"].as_str();
         let scope = scope_of(&method);
-        let is_conditional = method == Method::GET && declares_header(op, IF_NONE_MATCH);
+        let is_conditional = is_conditional_read(&method, op);
         Self {
             method,
             reaches: Reaches::Operation,
@@ -238,6 +236,13 @@ impl RouteTable {
     fn position(&self, path: &str) -> Option<usize> {
         self.routes.iter().position(|r| r.matches(path))
     }
+}
+
+/// Whether the operation `op`, reached by `method`, is a conditional read: a `GET` that
+/// declares `If-None-Match`, whose answers carry an `ETag` and may be `304 Not Modified`.
+/// (A write that declares it reads it as a precondition of its own, answered 412.)
+pub fn is_conditional_read(method: &Method, op: &Value) -> bool {
+    method == Method::GET && declares_header(op, IF_NONE_MATCH)
 }
 
 /// Whether the operation `op` of the document declares the request header `name`.

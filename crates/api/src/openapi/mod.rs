@@ -18,7 +18,6 @@ use poem_openapi::{ContactObject, LicenseObject, OpenApi as _, OpenApiService, S
 use serde_json::{Value, json};
 
 use crate::deprecation::Deprecation;
-use crate::etag::IF_NONE_MATCH;
 use crate::idempotency::IDEMPOTENCY_KEY;
 use crate::operations::{AccountApi, EventsApi, Operations, OrdersApi, PetsApi, WebhooksApi};
 use crate::routes::declares_header;
@@ -100,7 +99,7 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
             add_forbidden(operation);
         }
         let takes_idempotency_key = declares_header(operation, IDEMPOTENCY_KEY.as_str());
-        let conditional = declares_header(operation, IF_NONE_MATCH);
+        let conditional = crate::routes::is_conditional_read(&method, operation);
         if conditional {
             add_entity_tags(operation);
         }

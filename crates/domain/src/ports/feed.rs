@@ -246,6 +246,7 @@ pub trait AddressCheck: Send + Sync + 'static {
     ///
     /// # Errors
     ///
-    /// [`WebhookUrlError::RefusedAddress`] or [`WebhookUrlError::Unresolved`].
+    /// [`WebhookUrlError::NotPublic`], when an address it resolves to may not be called or
+    /// it does not resolve.
     async fn check(&self, url: &WebhookUrl) -> Result<(), WebhookUrlError>;
 }
