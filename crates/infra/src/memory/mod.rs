@@ -2,6 +2,7 @@
 //! integration testers (`--database-url memory://`); they honour every port contract, which
 //! the conformance suites check.
 
+mod delivery_ends;
 pub mod idempotency;
 mod pets;
 mod webhooks;

@@ -1,7 +1,7 @@
 //! Webhook endpoints and deliveries in memory, behind the pets' lock with the events they
 //! carry: an event is queued for its endpoints the moment it is recorded.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use animal_store_domain::{
@@ -17,18 +17,18 @@ use super::MemoryPetRepository;
 
 /// An endpoint, and since when every attempt to it has failed.
 #[derive(Debug, Clone)]
-struct Registered {
-    endpoint: Endpoint,
+pub(super) struct Registered {
+    pub(super) endpoint: Endpoint,
     failing_since: Option<DateTime<Utc>>,
 }
 
 /// An event queued for an endpoint, until it is delivered or given up.
 #[derive(Debug, Clone)]
-struct Queued {
-    endpoint: EndpointId,
-    event: EventId,
-    attempts: u32,
-    next_attempt_at: Option<DateTime<Utc>>,
+pub(super) struct Queued {
+    pub(super) endpoint: EndpointId,
+    pub(super) event: EventId,
+    pub(super) attempts: u32,
+    pub(super) next_attempt_at: Option<DateTime<Utc>>,
     leased_until: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
 }
@@ -36,12 +36,12 @@ struct Queued {
 /// The endpoints, their deliveries and the attempts made.
 #[derive(Debug, Default)]
 pub(super) struct Webhooks {
-    endpoints: BTreeMap<EndpointId, Registered>,
+    pub(super) endpoints: BTreeMap<EndpointId, Registered>,
     last_endpoint: i64,
-    deliveries: BTreeMap<DeliveryId, Queued>,
+    pub(super) deliveries: BTreeMap<DeliveryId, Queued>,
     last_delivery: i64,
-    attempts: BTreeMap<AttemptId, (EndpointId, Attempt)>,
-    last_attempt: i64,
+    pub(super) attempts: BTreeMap<AttemptId, (EndpointId, Attempt)>,
+    pub(super) last_attempt: i64,
 }
 
 impl Webhooks {
@@ -73,22 +73,6 @@ impl Webhooks {
     /// Forgets the deliveries of the events `ids`, swept.
     pub(super) fn forget(&mut self, ids: &[EventId]) {
         self.deliveries.retain(|_, queued| !ids.contains(&queued.event));
-    }
-
-    /// Drops the delivery `id`, recording it as an attempt made `at` whose outcome is
-    /// [`Outcome::Dropped`].
-    fn drop_delivery(&mut self, id: DeliveryId, at: DateTime<Utc>) {
-        let Some(queued) = self.deliveries.remove(&id) else { return };
-        self.last_attempt += 1;
-        let attempt = Attempt {
-            id: AttemptId::new(self.last_attempt),
-            event: queued.event,
-            attempt: queued.attempts + 1,
-            at,
-            outcome: Outcome::Dropped,
-            next_attempt_at: None,
-        };
-        self.attempts.insert(attempt.id, (queued.endpoint, attempt));
     }
 
     fn owned(&self, owner: &KeyId, id: EndpointId) -> Option<&Registered> {
@@ -194,7 +178,7 @@ impl WebhookEndpoints for MemoryPetRepository {
 }
 
 /// Disables `endpoint` for `reason`, unless it is disabled for good already.
-fn disable(endpoint: &mut Endpoint, reason: DisabledReason) {
+pub(super) fn disable(endpoint: &mut Endpoint, reason: DisabledReason) {
     if !endpoint.disabled_reason.is_some_and(DisabledReason::is_final) {
         endpoint.status = EndpointStatus::Disabled;
         endpoint.disabled_reason = Some(reason);
@@ -329,37 +313,8 @@ impl WebhookDeliveries for MemoryPetRepository {
     }
 
     async fn close(&self, now: DateTime<Utc>, batch: usize) -> Result<Closed, RepositoryError> {
-        let at = std::time::SystemTime::from(now);
-        let mut locked = self.shelf();
-        let hooks = locked.webhooks();
-        let mut closed = Closed::default();
-        for registered in hooks.endpoints.values_mut() {
-            let endpoint = &mut registered.endpoint;
-            if endpoint.status == EndpointStatus::Enabled
-                && !self.keys.line_is_live(&endpoint.owner, at)
-            {
-                disable(endpoint, DisabledReason::KeyEnded);
-                closed.endpoints += 1;
-            }
-        }
-        let ended = |hooks: &Webhooks, endpoint: EndpointId| {
-            hooks
-                .endpoints
-                .get(&endpoint)
-                .is_some_and(|r| r.endpoint.disabled_reason.is_some_and(DisabledReason::is_final))
-        };
-        let doomed: Vec<DeliveryId> = hooks
-            .deliveries
-            .iter()
-            .filter(|(_, q)| ended(hooks, q.endpoint))
-            .map(|(id, _)| *id)
-            .take(batch)
-            .collect();
-        closed.dropped = u64::try_from(doomed.len()).unwrap_or(u64::MAX);
-        for id in doomed {
-            hooks.drop_delivery(id, now);
-        }
-        Ok(closed)
+        let live = |owner: &KeyId| self.keys.line_is_live(owner, now.into());
+        Ok(self.shelf().webhooks().close(&live, now, batch))
     }
 
     async fn trim(
@@ -368,44 +323,11 @@ impl WebhookDeliveries for MemoryPetRepository {
         max_waiting: usize,
         batch: usize,
     ) -> Result<u64, RepositoryError> {
-        let mut locked = self.shelf();
-        let hooks = locked.webhooks();
-        // Each endpoint's deliveries, soonest due first; those past its `max_waiting` last go.
-        let mut waiting: HashMap<EndpointId, Vec<(Option<DateTime<Utc>>, DeliveryId)>> =
-            HashMap::new();
-        for (id, queued) in &hooks.deliveries {
-            waiting.entry(queued.endpoint).or_default().push((queued.next_attempt_at, *id));
-        }
-        let overflow: Vec<DeliveryId> = waiting
-            .into_values()
-            .flat_map(|mut due| {
-                due.sort_unstable();
-                let excess = due.len().saturating_sub(max_waiting);
-                due.into_iter().take(excess).map(|(_, id)| id)
-            })
-            .take(batch)
-            .collect();
-        let dropped = u64::try_from(overflow.len()).unwrap_or(u64::MAX);
-        for id in overflow {
-            hooks.drop_delivery(id, now);
-        }
-        Ok(dropped)
+        Ok(self.shelf().webhooks().trim(now, max_waiting, batch))
     }
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
-        let mut locked = self.shelf();
-        let hooks = locked.webhooks();
-        let expired: Vec<AttemptId> = hooks
-            .attempts
-            .iter()
-            .filter(|(_, (_, attempt))| attempt.at < before)
-            .map(|(id, _)| *id)
-            .take(batch)
-            .collect();
-        for id in &expired {
-            hooks.attempts.remove(id);
-        }
-        Ok(expired.len())
+        Ok(self.shelf().webhooks().sweep(before, batch))
     }
 
     async fn backlog(&self) -> Result<Backlog, RepositoryError> {
