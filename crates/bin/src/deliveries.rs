@@ -326,7 +326,7 @@ async fn trim(deliverer: &Deliverer) {
         Ok(0) => {}
         Ok(dropped) => {
             tracing::warn!(dropped, "dropped webhook deliveries beyond an endpoint's backlog");
-            count_dropped("backlog_full", dropped);
+            count_dropped("backlog_full", u64::try_from(dropped).unwrap_or(u64::MAX));
         }
         Err(err) => tracing::warn!(error = %err, "trimming webhook backlogs failed"),
     }

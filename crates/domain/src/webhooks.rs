@@ -304,16 +304,9 @@ impl Deliverer {
     /// # Errors
     ///
     /// [`RepositoryError`] when the store fails; what was dropped before stays dropped.
-    pub async fn trim(&self, max_waiting: usize, batch: usize) -> Result<u64, RepositoryError> {
+    pub async fn trim(&self, max_waiting: usize, batch: usize) -> Result<usize, RepositoryError> {
         let now = chrono::DateTime::<chrono::Utc>::from(self.clock.now());
-        let mut dropped = 0;
-        loop {
-            let pass = self.deliveries.trim(now, max_waiting, batch).await?;
-            dropped += pass;
-            if pass < u64::try_from(batch).unwrap_or(u64::MAX) {
-                return Ok(dropped);
-            }
-        }
+        crate::events::in_batches(batch, || self.deliveries.trim(now, max_waiting, batch)).await
     }
 
     /// Removes the attempts made before `before` (see [`EventService::kept_since`]: they

@@ -10,7 +10,7 @@ use animal_store_infra::conformance::{
 use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
 use animal_store_infra::{
-    CachedApiKeyStore, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
+    CachedApiKeyStore, Database, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
     MemoryPetRepository, SystemClock, conformance,
 };
 
@@ -334,10 +334,8 @@ async fn memory_delivery_ends() {
     conformance::delivery_ends(&stores, &*keys).await;
 }
 
-#[tokio::test]
-async fn sqlite_delivery_ends() {
-    let file = SqliteFile::new();
-    let db = file.open().await;
+/// The delivery ends of `db`'s stores, its keys owning the endpoints.
+async fn sql_delivery_ends(db: &Database) {
     let (pets, orders, events, hooks) = (db.pets(), db.orders(), db.events(), db.webhooks());
     let stores = WebhookStores {
         pets: &pets,
@@ -347,6 +345,13 @@ async fn sqlite_delivery_ends() {
         deliveries: &hooks,
     };
     conformance::delivery_ends(&stores, &db.keys()).await;
+}
+
+#[tokio::test]
+async fn sqlite_delivery_ends() {
+    let file = SqliteFile::new();
+    let db = file.open().await;
+    sql_delivery_ends(&db).await;
     db.close().await;
 }
 
@@ -355,14 +360,6 @@ async fn postgres_delivery_ends() {
     let Some(db) = fresh_postgres().await else {
         return;
     };
-    let (pets, orders, events, hooks) = (db.pets(), db.orders(), db.events(), db.webhooks());
-    let stores = WebhookStores {
-        pets: &pets,
-        orders: &orders,
-        events: &events,
-        endpoints: &hooks,
-        deliveries: &hooks,
-    };
-    conformance::delivery_ends(&stores, &db.keys()).await;
+    sql_delivery_ends(&db).await;
     db.close().await;
 }

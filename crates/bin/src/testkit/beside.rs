@@ -142,7 +142,7 @@ impl WebhookDeliveries for NoWebhooks {
         _now: DateTime<Utc>,
         _max_waiting: usize,
         _batch: usize,
-    ) -> Result<u64, RepositoryError> {
+    ) -> Result<usize, RepositoryError> {
         Err(no_events())
     }
 

@@ -206,7 +206,7 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
         now: DateTime<Utc>,
         max_waiting: usize,
         batch: usize,
-    ) -> Result<u64, RepositoryError>;
+    ) -> Result<usize, RepositoryError>;
 
     /// Removes at most `batch` of the attempts made before `before`, the oldest first, and
     /// says how many it removed.

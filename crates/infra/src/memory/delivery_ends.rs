@@ -69,7 +69,7 @@ impl Webhooks {
     }
 
     /// See `WebhookDeliveries::trim`.
-    pub(super) fn trim(&mut self, now: DateTime<Utc>, max_waiting: usize, batch: usize) -> u64 {
+    pub(super) fn trim(&mut self, now: DateTime<Utc>, max_waiting: usize, batch: usize) -> usize {
         // Each endpoint's deliveries, soonest due first; those past its `max_waiting` last go.
         let mut waiting: HashMap<EndpointId, Vec<Waiting>> = HashMap::new();
         for (id, queued) in &self.deliveries {
@@ -84,7 +84,7 @@ impl Webhooks {
             })
             .take(batch)
             .collect();
-        let dropped = u64::try_from(overflow.len()).unwrap_or(u64::MAX);
+        let dropped = overflow.len();
         for id in overflow {
             self.drop_delivery(id, now);
         }

@@ -322,7 +322,7 @@ impl WebhookDeliveries for MemoryPetRepository {
         now: DateTime<Utc>,
         max_waiting: usize,
         batch: usize,
-    ) -> Result<u64, RepositoryError> {
+    ) -> Result<usize, RepositoryError> {
         Ok(self.shelf().webhooks().trim(now, max_waiting, batch))
     }
 

@@ -314,7 +314,7 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         now: DateTime<Utc>,
         max_waiting: usize,
         batch: usize,
-    ) -> Result<u64, RepositoryError> {
+    ) -> Result<usize, RepositoryError> {
         self.trim_backlogs(now, max_waiting, batch).await
     }
 

@@ -161,7 +161,7 @@ impl SeaOrmWebhooks {
         now: DateTime<Utc>,
         max_waiting: usize,
         batch: usize,
-    ) -> Result<u64, RepositoryError> {
+    ) -> Result<usize, RepositoryError> {
         let max = i64::try_from(max_waiting).unwrap_or(i64::MAX);
         let full = delivery::Entity::find()
             .select_only()
@@ -191,7 +191,8 @@ impl SeaOrmWebhooks {
         if doomed.is_empty() {
             return Ok(0);
         }
-        self.worker_write(move |txn| Box::pin(drop_deliveries(txn, doomed, now))).await
+        let dropped = self.worker_write(move |txn| Box::pin(drop_deliveries(txn, doomed, now)));
+        Ok(usize::try_from(dropped.await?).unwrap_or(usize::MAX))
     }
 
     /// See [`WebhookDeliveries::sweep`](animal_store_domain::WebhookDeliveries::sweep): the
