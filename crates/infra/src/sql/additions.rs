@@ -4,20 +4,19 @@
 //! Under load most jobs of a batch add one pet. Run one after the other, each would cost the
 //! writer a round trip per statement; here they share two:
 //!
-//! - SQLite, on the writer's own connection (see [`sqlite_writes`](super::sqlite_writes)):
-//!   one `INSERT` adds every pet (the rows of one statement get consecutive row ids), then
-//!   one statement claims the keys with their complete records
-//!   ([`claim_all_on_sqlite`](super::records::claim_all_on_sqlite)). A key another write
-//!   claimed first (a retry) is rare: its pet is deleted again, in the same transaction, and
-//!   the addition answers the key's record instead.
+//! - SQLite: one `INSERT` adds every pet (the rows of one statement get consecutive row
+//!   ids), then one statement claims the keys with their complete records
+//!   ([`claim_all`](super::records::claim_all)). A key another write claimed first (a
+//!   retry) is rare: its pet is deleted again, in the same transaction, and the addition
+//!   answers the key's record instead.
 //! - PostgreSQL: one query takes the pets' ids from the table's sequence, then one statement
 //!   adds every pet and claims the keys with their complete records (the pets' `INSERT` in a
 //!   data-modifying `WITH`, one round trip for both). The pet of a key claimed before is
 //!   deleted again, as on SQLite.
 //!
 //! A key held by two additions of one batch is claimed by the first; the other is added on
-//! its own, after the merged statements, and finds the first one's record. On PostgreSQL, a
-//! batch whose only addition is a plain one adds it on its own: one statement either way.
+//! its own, after the merged statements, and finds the first one's record. A batch whose
+//! only addition is a plain one adds it on its own: one statement either way.
 
 use std::collections::HashSet;
 
@@ -26,11 +25,9 @@ use animal_store_domain::{
 };
 use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr};
-use sea_query_rusqlite::rusqlite::Connection;
 
-use super::failure::WriteFailure;
 use super::pet_rows;
-use super::records::{claim, claim_all, claim_all_on_sqlite, fill};
+use super::records::{claim, claim_all, fill};
 use super::writer::{JobMisused, Reply, reply};
 
 /// Adding one pet: a caller's share of a transaction.
@@ -156,9 +153,8 @@ fn misused() -> DbErr {
     DbErr::Custom(JobMisused.to_string())
 }
 
-/// On PostgreSQL, in `txn`: adds the pets of `additions`, the additions of one batch in
-/// order, with their idempotency records; each has its output then. SQLite adds them on the
-/// writer's own connection ([`add_all_on_sqlite`]).
+/// In `txn`: adds the pets of `additions`, the additions of one batch in order, with their
+/// idempotency records; each has its output then.
 pub(super) async fn add_all(
     txn: &DatabaseTransaction,
     additions: Vec<&mut Addition>,
@@ -166,13 +162,13 @@ pub(super) async fn add_all(
     if additions.is_empty() {
         return Ok(());
     }
-    if txn.get_database_backend() != DbBackend::Postgres {
-        return Err(DbErr::Custom("SQLite adds pets on the writer's own connection".to_owned()));
-    }
     let (mut merged, alone) = first_of_each_key(additions);
     let keyed = merged.iter().any(|addition| addition.keyed.is_some());
     if merged.len() >= 2 || keyed {
-        postgres(txn, &mut merged).await?;
+        match txn.get_database_backend() {
+            DbBackend::Postgres => postgres(txn, &mut merged).await?,
+            _ => sqlite(txn, &mut merged).await?,
+        }
     } else {
         for addition in merged {
             addition.add_alone(txn).await?;
@@ -195,37 +191,13 @@ fn first_of_each_key(additions: Vec<&mut Addition>) -> (Vec<&mut Addition>, Vec<
     })
 }
 
-/// On SQLite, in `txn` on the writer's own connection: [`add_all`]. An addition whose key
-/// another addition of the batch holds is added as the others are, after them, and finds
-/// that one's record.
-pub(super) fn add_all_on_sqlite(
-    txn: &Connection,
-    additions: Vec<&mut Addition>,
-) -> Result<(), WriteFailure> {
-    let (mut merged, alone) = first_of_each_key(additions);
-    add_on_sqlite(txn, &mut merged)?;
-    for addition in alone {
-        add_on_sqlite(txn, &mut [addition])?;
-    }
-    Ok(())
-}
-
-/// [`add_all_on_sqlite`] for `merged`, additions under distinct keys: one statement adds
-/// their pets, and one claims their keys.
-fn add_on_sqlite(txn: &Connection, merged: &mut [&mut Addition]) -> Result<(), WriteFailure> {
-    if merged.is_empty() {
-        return Ok(());
-    }
+/// On SQLite: one statement adds the pets of `merged`, additions under distinct keys, and
+/// one claims their keys.
+async fn sqlite(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {
     let new = merged.iter().map(|addition| addition.new_pet()).collect::<Result<Vec<_>, _>>()?;
-    let ids = pet_rows::insert_on_sqlite(txn, &new)?;
-    if ids.len() != merged.len() {
-        return Err(misused().into());
-    }
+    let ids = pet_rows::sqlite_insert_many(txn, &new).await?;
     let records = added(merged, &ids)?;
-    let claiming: Vec<&IdempotencyRecord> = records.iter().flatten().collect();
-    let before = claim_all_on_sqlite(txn, &claiming)?;
-    let lost = answer_claimed(merged, &ids, &records, before);
-    pet_rows::delete_on_sqlite(txn, &lost)
+    claim_keys(txn, merged, &ids, &records, None).await
 }
 
 async fn postgres(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {

@@ -142,31 +142,7 @@ impl Connector {
         self.open(1, true).await
     }
 
-    /// SQLite: the writer's own connection for the writes it runs on its thread (see
-    /// `sqlite_writes.rs`), tuned as [`Connector::open_writer`]'s.
-    pub(super) fn open_sqlite_writer(&self) -> Result<rusqlite::Connection, DbErr> {
-        use rusqlite::OpenFlags;
-        self.create_sqlite_file()?;
-        let cannot = |err: rusqlite::Error| {
-            DbErr::Conn(sea_orm::RuntimeErr::Internal(format!("cannot open the writer: {err}")))
-        };
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let connection =
-            rusqlite::Connection::open_with_flags(self.sqlite_path()?, flags).map_err(cannot)?;
-        // The busy timeout first, as sqlx sets it: a lock another connection holds is waited
-        // for from then on.
-        connection.busy_timeout(SQLITE_BUSY_TIMEOUT).map_err(cannot)?;
-        for (pragma, value) in self.sqlite_pragmas() {
-            connection.pragma_update(None, pragma, value).map_err(cannot)?;
-        }
-        connection.set_prepared_statement_cache_capacity(SQLITE_STATEMENT_CACHE);
-        Ok(connection)
-    }
-
-    /// The pragmas of every connection to an SQLite file, sqlx's and rusqlite's alike,
-    /// beyond the busy timeout: WAL, full syncs, foreign keys, a bounded WAL, and the
+    /// The pragmas of every connection to an SQLite file, beyond the busy timeout: WAL, full syncs, foreign keys, a bounded WAL, and the
     /// database's page limit if it has one.
     fn sqlite_pragmas(&self) -> Vec<(&'static str, String)> {
         let mut pragmas = vec![
@@ -245,27 +221,23 @@ mod tests {
     const READ: [&str; 5] =
         ["journal_mode", "synchronous", "foreign_keys", "journal_size_limit", "max_page_count"];
 
-    /// The writer's own SQLite connection is tuned as sqlx's connections are.
+    /// The writer's connection to an SQLite file has the pragmas that keep writes durable
+    /// and the WAL bounded.
     #[tokio::test]
-    async fn the_writers_own_connection_is_tuned_as_sqlxs() {
+    async fn the_writers_connection_is_tuned() {
         let dir = tempfile::tempdir().expect("a directory");
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
         let options = DatabaseOptions { sqlite_max_pages: Some(5_000) };
         let connector = Connector::new(&url, options).expect("a connector");
-        let sqlx = connector.open_writer().await.expect("sqlx's connection");
-        let own = connector.open_sqlite_writer().expect("the writer's own connection");
-        let mut by_sqlx = Vec::new();
-        let mut by_own = Vec::new();
+        let writer = connector.open_writer().await.expect("the writer's connection");
+        let mut read = Vec::new();
         for pragma in READ {
             let sql = format!("SELECT CAST({pragma} AS TEXT) AS v FROM pragma_{pragma}");
-            let row = sqlx.query_one_raw(Statement::from_string(DbBackend::Sqlite, sql.clone()));
-            let row = row.await.expect("read by sqlx").expect("a row");
-            by_sqlx.push(row.try_get::<String>("", "v").expect("text"));
-            by_own.push(own.query_row(&sql, [], |row| row.get::<_, String>(0)).expect("read"));
+            let row = writer.query_one_raw(Statement::from_string(DbBackend::Sqlite, sql));
+            let row = row.await.expect("read").expect("a row");
+            read.push(row.try_get::<String>("", "v").expect("text"));
         }
-        assert_eq!(by_own, by_sqlx);
-        assert_eq!(by_own, ["wal", "2", "1", &SQLITE_JOURNAL_SIZE_LIMIT.to_string(), "5000"]);
-        close_sqlite(own, "the test's connection");
-        sqlx.close().await.expect("closed");
+        assert_eq!(read, ["wal", "2", "1", &SQLITE_JOURNAL_SIZE_LIMIT.to_string(), "5000"]);
+        writer.close().await.expect("closed");
     }
 }

@@ -20,7 +20,6 @@ use tokio::sync::Mutex;
 
 use super::entity::{event, webhook_delivery as delivery, webhook_endpoint as endpoint};
 use super::reader_threads::ReaderThreads;
-use super::sqlite_writes::stored_time;
 
 /// The deliveries due: their next attempt due at `$now`, not leased (or their lease over),
 /// to an enabled endpoint with room (not in `$busy`, nor of an owner in `$owners`).
@@ -108,6 +107,12 @@ fn sqlite_due(
         claimed.extend(pick(rows, left, &mut room, |id| held.contains(&id)));
     }
     Ok(claimed)
+}
+
+/// A time as SQLite's columns hold it: the text sqlx writes (RFC 3339, seconds and their
+/// fraction as needed), which compares in time order with the text stored.
+fn stored_time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
 }
 
 /// A claimed delivery: its id, endpoint, event, and the attempts made before.

@@ -30,11 +30,8 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
-use sea_query_rusqlite::rusqlite::Connection;
-
 use super::entity::event;
-use super::failure::{WriteFailure, corrupt};
-use super::sqlite_writes;
+use super::failure::corrupt;
 
 /// The pet or order of an event, as the `object` column keeps it.
 #[derive(Serialize, Deserialize)]
@@ -121,22 +118,6 @@ pub(super) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Re
     let last = i64::try_from(done.last_insert_id())
         .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?;
     txn.execute_raw(sqlite_queue(last, count)).await.map(drop)
-}
-
-/// [`record`] on SQLite's writer's own connection (see
-/// [`sqlite_writes`](super::sqlite_writes)).
-pub(super) fn record_on_sqlite(
-    connection: &Connection,
-    events: &[NewEvent],
-) -> Result<(), WriteFailure> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let columns = events.iter().map(Columns::of).collect::<Result<Vec<_>, _>>()?;
-    let count = columns.len();
-    sqlite_writes::execute(connection, &sqlite_insert(columns))?;
-    sqlite_writes::execute(connection, &sqlite_queue(connection.last_insert_rowid(), count))?;
-    Ok(())
 }
 
 /// SQLite: the statement that inserts the events of `columns`.

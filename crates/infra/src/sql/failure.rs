@@ -3,7 +3,6 @@
 
 use animal_store_domain::RepositoryError;
 use sea_orm::{DbErr, RuntimeErr, SqlErr};
-use sea_query_rusqlite::rusqlite;
 use thiserror::Error;
 
 /// What a driver error means for the domain.
@@ -31,17 +30,6 @@ impl FailureKind {
             _ => false,
         };
         if unavailable { Self::Unavailable } else { Self::Backend }
-    }
-
-    /// [`FailureKind::of`] for an error of rusqlite's, on the writer's own SQLite
-    /// connection (see `sqlite_writes.rs`): the same codes mean the same.
-    pub(super) fn of_sqlite(err: &rusqlite::Error) -> Self {
-        match err.sqlite_error() {
-            // SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE, as SeaORM reads them.
-            Some(failure) if matches!(failure.extended_code, 1555 | 2067) => Self::Duplicate,
-            Some(failure) if is_transient_sqlite_code(failure.extended_code) => Self::Unavailable,
-            _ => Self::Backend,
-        }
     }
 
     pub(super) fn with_source(
@@ -134,26 +122,6 @@ fn is_transient_sqlite_code(code: i32) -> bool {
 fn is_transient_sqlstate(code: &str) -> bool {
     matches!(code.get(..2), Some("08" | "53" | "57" | "58"))
         || matches!(code, "40001" | "40P01" | "25006")
-}
-
-/// Why a transaction of the writer failed: SeaORM's error, or rusqlite's on the writer's own
-/// SQLite connection.
-#[derive(Debug, Error)]
-pub(super) enum WriteFailure {
-    #[error(transparent)]
-    Orm(#[from] DbErr),
-    #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
-}
-
-impl WriteFailure {
-    /// What the failure means for the domain.
-    pub(super) fn kind(&self) -> FailureKind {
-        match self {
-            Self::Orm(err) => FailureKind::of(err),
-            Self::Sqlite(err) => FailureKind::of_sqlite(err),
-        }
-    }
 }
 
 /// Turns a driver error into the domain's.

@@ -1,8 +1,7 @@
 //! What the stores hand the writer (see [`writer`](super::writer)): additions of pets, which
 //! the pets' statements merge per batch (see [`additions`](super::additions)), and any other
 //! statements, run one job after the other; then the events of every change the jobs made,
-//! in one statement (see [`event_rows`](super::event_rows)). On SQLite, additions run on
-//! the writer's own connection (see [`sqlite_writes`](super::sqlite_writes)).
+//! in one statement (see [`event_rows`](super::event_rows)).
 
 use animal_store_domain::{
     IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError, to_the_second,
@@ -10,11 +9,9 @@ use animal_store_domain::{
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
-use sea_query_rusqlite::rusqlite;
 
-use super::additions::{Addition, add_all, add_all_on_sqlite};
+use super::additions::{Addition, add_all};
 use super::event_rows;
-use super::failure::WriteFailure;
 use super::writer::{self, JobMisused, Reply, Work, reply};
 
 /// The writer of a database, running its stores' jobs.
@@ -61,19 +58,6 @@ impl Work for Job {
             }
         }
         event_rows::record(txn, &changes).await
-    }
-
-    fn on_sqlite_connection(&self) -> bool {
-        matches!(self, Job::Add(_))
-    }
-
-    /// Adds the batch's pets, then records their events.
-    fn run_on_sqlite(
-        txn: &rusqlite::Transaction<'_>,
-        batch: &mut [Self],
-    ) -> Result<(), WriteFailure> {
-        add_all_on_sqlite(txn, additions(batch))?;
-        event_rows::record_on_sqlite(txn, &pets_created(batch))
     }
 
     fn finish(self, outcome: Result<(), RepositoryError>) {

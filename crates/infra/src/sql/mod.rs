@@ -48,7 +48,6 @@ mod reader_threads;
 mod records;
 mod schema;
 mod snapshots;
-mod sqlite_writes;
 mod wal_index;
 mod webhooks;
 mod window;

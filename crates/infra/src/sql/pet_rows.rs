@@ -2,8 +2,7 @@
 //! add and remove pets inside the writer's transactions (see [`writer`](super::writer)).
 //!
 //! On SQLite a row is inserted by a plain `INSERT`, run to its end, and its id read from
-//! SQLite's last row id; pets are added on the writer's own connection there (see
-//! [`sqlite_writes`](super::sqlite_writes)). Through SeaORM, sea-orm's `exec` would ask for
+//! SQLite's last row id. sea-orm's `exec` would ask for
 //! the id with `INSERT ... RETURNING` (its feature `sqlite-use-returning-for-3_35` reaches this build through
 //! sea-orm-migration), streaming the row back from the driver's worker thread, and with
 //! `ActiveModel::insert` through a fetch that leaves the statement open, which on SQLite
@@ -16,12 +15,10 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, NotSet,
     QueryFilter, QueryTrait, Set, Statement,
 };
-use sea_query_rusqlite::rusqlite::Connection;
 
 use super::entity::pet;
-use super::failure::{WriteFailure, corrupt};
+use super::failure::corrupt;
 use super::insert::insert_one;
-use super::sqlite_writes;
 
 // The mappings below name every field, on both sides and without `..`: a field added to
 // `NewPet`, `Pet` or the row does not compile until it is mapped here.
@@ -77,22 +74,20 @@ pub(super) fn pet_from_postgres_row(
     Ok(pet_of(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?))
 }
 
-/// Inserts `pets` into SQLite with one statement on the writer's own connection, and
-/// returns their ids, in order: the rows of one `INSERT` get consecutive row ids, the last
-/// one SQLite's last row id.
-pub(super) fn insert_on_sqlite(
-    connection: &Connection,
+/// In `txn` on SQLite: inserts `pets` with one statement and returns their ids, in order:
+/// the rows of one `INSERT` get consecutive row ids, the last one SQLite's last row id.
+pub(super) async fn sqlite_insert_many(
+    txn: &DatabaseTransaction,
     pets: &[&NewPet],
-) -> Result<Vec<PetId>, WriteFailure> {
+) -> Result<Vec<PetId>, DbErr> {
     let insert = pet::Entity::insert_many(pets.iter().map(|pet| to_row(pet)));
-    let inserted = sqlite_writes::execute(connection, &insert.build(DbBackend::Sqlite))?;
-    let last = connection.last_insert_rowid();
-    if inserted != pets.len() {
-        return Err(WriteFailure::Orm(DbErr::Custom(format!(
-            "inserting {} pets reported {inserted} rows",
-            pets.len()
-        ))));
+    let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
+    let inserted = done.rows_affected();
+    if inserted != u64::try_from(pets.len()).unwrap_or(u64::MAX) {
+        return Err(DbErr::Custom(format!("inserting {} pets reported {inserted} rows", pets.len())));
     }
+    let last = i64::try_from(done.last_insert_id())
+        .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?;
     let first = last - i64::try_from(inserted).unwrap_or(i64::MAX) + 1;
     Ok((first..=last).map(PetId::new).collect())
 }
@@ -145,15 +140,6 @@ pub(super) async fn delete(txn: &DatabaseTransaction, ids: &[PetId]) -> Result<(
         return Ok(());
     }
     txn.execute(&delete_statement(ids)).await.map(drop)
-}
-
-/// [`delete`] on SQLite's writer's own connection.
-pub(super) fn delete_on_sqlite(connection: &Connection, ids: &[PetId]) -> Result<(), WriteFailure> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    sqlite_writes::execute(connection, &DbBackend::Sqlite.build(&delete_statement(ids)))?;
-    Ok(())
 }
 
 /// The statement that deletes the pets of `ids`.

@@ -13,14 +13,12 @@ use sea_orm::sea_query::{
     CommonTableExpression, Expr, ExprTrait as _, InsertStatement, OnConflict, Query, WithClause,
 };
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryTrait,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait,
+    QueryFilter,
 };
-use sea_query_rusqlite::rusqlite::{self, Connection};
 
 use super::entity::idempotency_key as record;
-use super::failure::{WriteFailure, corrupt, in_write};
-use super::sqlite_writes;
+use super::failure::{corrupt, in_write};
 
 /// The record a row holds.
 fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
@@ -147,37 +145,6 @@ fn claim_statement(records: &[&IdempotencyRecord]) -> Result<InsertStatement, Db
             .to_owned(),
     );
     Ok(insert)
-}
-
-/// [`claim_all`] on SQLite's writer's own connection (see
-/// [`sqlite_writes`](super::sqlite_writes)).
-pub(super) fn claim_all_on_sqlite(
-    connection: &Connection,
-    records: &[&IdempotencyRecord],
-) -> Result<Vec<Option<IdempotencyRecord>>, WriteFailure> {
-    if records.is_empty() {
-        return Ok(Vec::new());
-    }
-    let insert = DbBackend::Sqlite.build(&claim_statement(records)?);
-    if sqlite_writes::execute(connection, &insert)? == records.len() {
-        return Ok(vec![None; records.len()]);
-    }
-    let find = find_keys(&keys(records)).build(DbBackend::Sqlite);
-    let rows = sqlite_writes::query(connection, &find, sqlite_row)?;
-    Ok(claimed_before(records, to_records(rows)?)?)
-}
-
-/// A row of the records' table read on SQLite's writer's own connection.
-fn sqlite_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<record::Model> {
-    Ok(record::Model {
-        owner: row.get("owner")?,
-        key: row.get("key")?,
-        fingerprint: row.get("fingerprint")?,
-        status: row.get("status")?,
-        body: row.get("body")?,
-        location: row.get("location")?,
-        created_at: row.get("created_at")?,
-    })
 }
 
 /// The keys (owner, key) of `records`.

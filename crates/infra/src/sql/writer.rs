@@ -15,11 +15,6 @@
 //! time. What the stores write, and how the jobs of one batch share statements, is
 //! [`job`](super::job)'s business.
 //!
-//! On SQLite the writer has two connections to the file, and uses one at a time: its own,
-//! for the work that runs on its thread ([`Work::on_sqlite_connection`], see
-//! [`sqlite_writes`](super::sqlite_writes)), and SeaORM's for the rest. A batch that holds
-//! both kinds is two transactions, the first one's work first.
-//!
 //! The writer's thread has a runtime of its own. Every statement of a transaction is a round
 //! trip to the database, and the next one waits for its reply: on the service's runtime, the
 //! writer would wait behind the requests' tasks after every reply, and under load that wait,
@@ -28,7 +23,7 @@
 //! # The writer's invariant
 //!
 //! A transaction starts only on a connection that has never seen a failure. After any failed
-//! `BEGIN`, statement or `COMMIT`, the writer's connections are closed (SQLite and
+//! `BEGIN`, statement or `COMMIT`, the writer's connection is closed (SQLite and
 //! PostgreSQL roll back whatever they still had open, and release their locks) and the next
 //! transaction opens new ones. sea-orm and sqlx track a transaction depth of their own, and it can disagree with the
 //! database's after a failed `COMMIT`: SQLite may keep the transaction open, the depth stays
@@ -47,12 +42,10 @@ use sea_orm::{
     DatabaseConnection, DatabaseTransaction, DbErr, IsolationLevel, SqliteTransactionMode,
     TransactionOptions, TransactionTrait,
 };
-use sea_query_rusqlite::rusqlite::{self, TransactionBehavior};
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
 
-use super::connector::close_sqlite;
-use super::failure::WriteFailure;
+use super::failure::FailureKind;
 use super::outage::Outage;
 use super::reachability::Reachability;
 use super::reader_threads::ReaderThreads;
@@ -72,16 +65,6 @@ pub(super) trait Work: Send + Sized + 'static {
     /// queued. An error undoes the whole transaction: a job must leave every decision in its
     /// output, never in an error.
     async fn run(txn: &DatabaseTransaction, batch: &mut [Self]) -> Result<(), DbErr>;
-
-    /// On SQLite, whether this piece of work runs on the writer's own connection, by
-    /// [`Work::run_on_sqlite`].
-    fn on_sqlite_connection(&self) -> bool;
-
-    /// [`Work::run`] on SQLite's own connection, for pieces of work that run there.
-    fn run_on_sqlite(
-        txn: &rusqlite::Transaction<'_>,
-        batch: &mut [Self],
-    ) -> Result<(), WriteFailure>;
 
     /// Answers the caller once the transaction has ended: with its output when `outcome` is
     /// `Ok` (the transaction committed), with the error otherwise.
@@ -131,7 +114,7 @@ struct Shared(Arc<RepositoryError>);
 /// One transaction's failure, shared by every caller whose work it held.
 #[derive(Debug, Error)]
 #[error(transparent)]
-struct TransactionFailed(Arc<WriteFailure>);
+struct TransactionFailed(Arc<DbErr>);
 
 impl<W: Work> Writer<W> {
     /// Starts the writer's thread, which opens its connection with `connector` when it first
@@ -153,7 +136,6 @@ impl<W: Work> Writer<W> {
         let connection = Connection {
             connector,
             pool: None,
-            sqlite: None,
             outage: Outage::new("writes"),
             reachability: Arc::clone(&reachability),
             snapshots,
@@ -231,12 +213,11 @@ async fn run<W: Work>(
     connection.discard().await;
 }
 
-/// The writer's connections, opened on demand and replaced after any failure: a pool of
-/// exactly one, and on SQLite the writer's own.
+/// The writer's connection, opened on demand and replaced after any failure: a pool of
+/// exactly one.
 struct Connection {
     connector: Connector,
     pool: Option<DatabaseConnection>,
-    sqlite: Option<rusqlite::Connection>,
     /// Logs a run of failed transactions once, when it starts and when it ends.
     outage: Outage,
     reachability: Arc<Reachability>,
@@ -245,25 +226,8 @@ struct Connection {
 }
 
 impl Connection {
-    /// Runs `batch` and answers every caller in it: in one transaction, or on SQLite in two
-    /// (see the module's documentation).
+    /// Runs `batch` in one transaction and answers every caller in it.
     async fn commit<W: Work>(&mut self, batch: &mut Vec<W>) {
-        if self.connector.backend() == Backend::Sqlite {
-            let mut own: Vec<W> =
-                batch.extract_if(.., |work| work.on_sqlite_connection()).collect();
-            if !own.is_empty() {
-                self.commit_on(&mut own, Route::Sqlite).await;
-            }
-            if batch.is_empty() {
-                return;
-            }
-        }
-        self.commit_on(batch, Route::Orm).await;
-    }
-
-    /// Runs `batch` in one transaction on the connection `route` names, and answers every
-    /// caller in it.
-    async fn commit_on<W: Work>(&mut self, batch: &mut Vec<W>, route: Route) {
         if let Err(unreachable) = self.reachability.check() {
             let unreachable = Arc::new(unreachable);
             for job in batch.drain(..) {
@@ -277,10 +241,7 @@ impl Connection {
         if let Some(snapshots) = &self.snapshots {
             snapshots.writes_start();
         }
-        let done = match route {
-            Route::Sqlite => self.sqlite_transaction(batch),
-            Route::Orm => self.transaction(batch).await.map_err(WriteFailure::from),
-        };
+        let done = self.transaction(batch).await;
         if let Some(snapshots) = &self.snapshots {
             snapshots.writes_end();
         }
@@ -295,11 +256,9 @@ impl Connection {
                 // The connection may still be inside the failed transaction, whatever sea-orm
                 // and sqlx believe: never use it again.
                 self.discard().await;
-                let failure = err.kind();
+                let failure = FailureKind::of(&err);
                 self.outage.failed(failure, &err, batch.len());
-                if let WriteFailure::Orm(err) = &err {
-                    self.reachability.observe(err);
-                }
+                self.reachability.observe(&err);
                 let err = Arc::new(err);
                 for job in batch.drain(..) {
                     job.finish(Err(failure.with_source(TransactionFailed(Arc::clone(&err)))));
@@ -324,24 +283,9 @@ impl Connection {
         txn.commit().await
     }
 
-    /// [`Connection::transaction`] on the writer's own SQLite connection. A transaction
-    /// that fails is rolled back as it is dropped.
-    fn sqlite_transaction<W: Work>(&mut self, batch: &mut [W]) -> Result<(), WriteFailure> {
-        let connection = match &mut self.sqlite {
-            Some(connection) => connection,
-            empty => empty.insert(self.connector.open_sqlite_writer()?),
-        };
-        let txn = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        W::run_on_sqlite(&txn, batch)?;
-        Ok(txn.commit()?)
-    }
-
-    /// Closes the connections that are open. Closing rolls back any transaction still open
-    /// on one and releases its locks.
+    /// Closes the connection if it is open. Closing rolls back any transaction still open
+    /// on it and releases its locks.
     async fn discard(&mut self) {
-        if let Some(connection) = self.sqlite.take() {
-            close_sqlite(connection, "the writer's connection");
-        }
         if let Some(pool) = self.pool.take() {
             match tokio::time::timeout(CLOSE_TIMEOUT, pool.close()).await {
                 Ok(Ok(())) => {}
@@ -354,17 +298,7 @@ impl Connection {
     }
 }
 
-/// Which of the writer's connections a transaction runs on.
-#[derive(Clone, Copy)]
-enum Route {
-    /// SeaORM's.
-    Orm,
-    /// SQLite's own (see [`Work::on_sqlite_connection`]).
-    Sqlite,
-}
-
-/// How every write transaction starts; see the module's documentation for why. On the
-/// writer's own SQLite connection, the same: `BEGIN IMMEDIATE`.
+/// How every write transaction starts; see the module's documentation for why.
 fn transaction_options(backend: Backend) -> TransactionOptions {
     match backend {
         // IMMEDIATE takes SQLite's write lock at BEGIN, so the transaction can never fail
