@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use animal_store_api::telemetry::{self, DURATION_BUCKETS, MetricsExporter, REQUEST_DURATION};
-use animal_store_infra::{BATCH_SIZE_METRIC, POOL_METRIC, PoolMetrics};
+use animal_store_infra::{BATCH_SIZE_METRIC, POOL_METRIC, PoolMetrics, READ_CACHE_METRIC};
 use anyhow::Context;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
@@ -66,6 +66,10 @@ fn recorder() -> anyhow::Result<PrometheusHandle> {
         "Writes committed together in one transaction."
     );
     metrics::describe_gauge!(POOL_METRIC, "Connections of the database readers' pool, by state.");
+    metrics::describe_counter!(
+        READ_CACHE_METRIC,
+        "Pet reads on SQLite by result: hit (answered from the read cache) or miss."
+    );
     crate::deliveries::describe_metrics();
     metrics::describe_gauge!(
         BUILD_INFO,

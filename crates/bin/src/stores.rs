@@ -71,7 +71,10 @@ impl Stores {
             let idempotency = Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone()));
             return Ok(Self::Memory { pets, faults, orders, idempotency, keys, drop_answer_every });
         }
-        let options = DatabaseOptions { sqlite_max_pages: cli.sqlite_max_pages };
+        let options = DatabaseOptions {
+            sqlite_max_pages: cli.sqlite_max_pages,
+            read_cache_mib: cli.read_cache_mib,
+        };
         let db = Database::connect_with(cli.database_url.expose(), options)
             .await
             .with_context(|| format!("cannot open the database {}", cli.database_url))?;

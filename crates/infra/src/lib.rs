@@ -45,8 +45,8 @@ pub use memory::{
 pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
 pub use redis_limiter::{LimiterFailure, RedisLimiterOptions, RedisRateLimiter};
 pub use sql::{
-    BATCH_SIZE_METRIC, BackupError, Database, DatabaseError, DatabaseHealth, DatabaseOptions,
-    POOL_METRIC, PoolMetrics, SchemaStatus, SeaOrmApiKeyStore, SeaOrmEventLog,
+    BATCH_SIZE_METRIC, BackupError, DEFAULT_READ_CACHE_MIB, Database, DatabaseError,
+    DatabaseHealth, DatabaseOptions, POOL_METRIC, PoolMetrics, READ_CACHE_METRIC, SchemaStatus, SeaOrmApiKeyStore, SeaOrmEventLog,
     SeaOrmIdempotencyStore, SeaOrmOrderRepository, SeaOrmPetRepository,
 };
 #[cfg(feature = "testing")]

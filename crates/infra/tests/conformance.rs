@@ -204,7 +204,7 @@ async fn memory_stores_that_fail_store_nothing() {
 #[tokio::test]
 async fn sqlite_stores_that_fail_store_nothing() {
     let file = SqliteFile::new();
-    let (db, witness) = (file.open().await, file.open().await);
+    let (db, witness) = (file.open().await, file.open_witness().await);
     let (pets, keys) = (Arc::new(db.pets()), Arc::new(db.keys()));
     failed_writes_store_nothing(pets, keys, &witness.pets(), &witness.keys(), &witness.events())
         .await;

@@ -14,9 +14,11 @@ use tokio::task::JoinHandle;
 /// The pages the SQLite file under test may hold: room for the schema and a few pets.
 const MAX_PAGES: u32 = 64;
 
-/// Runs the suite on `db`, with a witness opened separately on `url`.
+/// Runs the suite on `db`, with a witness opened separately on `url`, without a read cache:
+/// every read it makes sees what is stored.
 async fn check(db: &Database, url: &str, fault: &dyn Fault, run: &str) {
-    let witness = Database::connect(url).await.expect("open the witness");
+    let options = DatabaseOptions { read_cache_mib: 0, ..DatabaseOptions::default() };
+    let witness = Database::connect_with(url, options).await.expect("open the witness");
     let (pets, keys) = (db.pets(), db.keys());
     let (witness_pets, witness_keys, witness_events) =
         (witness.pets(), witness.keys(), witness.events());
@@ -107,7 +109,7 @@ impl Fault for SqliteCommitFails {
 #[tokio::test]
 async fn sqlite_writes_survive_a_full_database() {
     let file = SqliteFile::new();
-    let options = DatabaseOptions { sqlite_max_pages: Some(MAX_PAGES) };
+    let options = DatabaseOptions { sqlite_max_pages: Some(MAX_PAGES), ..DatabaseOptions::default() };
     let db = Database::connect_with(&file.url, options).await.expect("open SQLite");
     db.migrate().await.expect("migrate");
     let fault = SqliteFull { admin: admin(&file.url).await };

@@ -37,6 +37,11 @@ pub struct Cli {
     #[arg(long, env = "ANIMAL_STORE_SQLITE_MAX_PAGES", global = true, hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub sqlite_max_pages: Option<u32>,
 
+    /// SQLite only: the most memory, in MiB, the read cache takes (the pets and pages asked
+    /// again, answered from memory until the next write); 0 turns it off.
+    #[arg(long, env = "ANIMAL_STORE_READ_CACHE_MIB", default_value_t = animal_store_infra::DEFAULT_READ_CACHE_MIB, global = true, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pub read_cache_mib: u32,
+
     /// How log lines are written to stderr: `text`, or `json` (one object per line, with the
     /// fields of the request's span).
     #[arg(long, env = "ANIMAL_STORE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]

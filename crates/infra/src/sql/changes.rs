@@ -10,8 +10,6 @@
 //! The inventory adds up `pet_counts`, which triggers on `pets` keep (see the migration
 //! `m20261126_000007_pet_changes`): a handful of rows, however many pets there are.
 
-use std::sync::OnceLock;
-
 use animal_store_domain::{
     ChangePetError, Inventory, NewEvent, OrderId, OrderStatus, Pet, PetChange, PetChanges, PetId,
     PetPatch, PetStatus, Precondition, RepositoryError, to_the_second,
@@ -27,7 +25,7 @@ use super::entity::{order, pet, pet_count};
 use super::failure::{corrupt, in_write};
 use super::job::Decided;
 use super::pet_rows::to_pet;
-use super::pets::{PetReaders, SeaOrmPetRepository};
+use super::pets::SeaOrmPetRepository;
 
 /// The count of each status, added up over its slots (`SUM` of a `BIGINT` is a `NUMERIC` on
 /// PostgreSQL: cast back).
@@ -113,26 +111,6 @@ fn inventory(rows: impl IntoIterator<Item = (String, i64)>) -> Result<Inventory,
     Ok(Inventory::of(counts))
 }
 
-impl PetReaders {
-    /// The rows of [`counts`].
-    async fn counts(&self) -> Result<Vec<(String, i64)>, DbErr> {
-        match self {
-            Self::Sqlite(threads) => {
-                let row = |row: &sea_query_rusqlite::rusqlite::Row<'_>| {
-                    Ok((row.get("status")?, row.get("pets")?))
-                };
-                threads.query_all(counts(DbBackend::Sqlite), row).await
-            }
-            Self::Postgres(pg_readers) => {
-                static SQL: OnceLock<String> = OnceLock::new();
-                let sql = SQL.get_or_init(|| counts(DbBackend::Postgres).sql);
-                let row = |row: &tokio_postgres::Row| Ok((row.try_get(0)?, row.try_get(1)?));
-                pg_readers.query(sql, &[], row).await
-            }
-        }
-    }
-}
-
 #[async_trait]
 impl PetChanges for SeaOrmPetRepository {
     async fn update(
@@ -155,6 +133,14 @@ impl PetChanges for SeaOrmPetRepository {
     }
 
     async fn inventory(&self) -> Result<Inventory, RepositoryError> {
-        inventory(self.reads().run(self.readers().counts()).await?)
+        let readers = self.readers();
+        let rows = self.reads().run(readers.query_all_raw(counts(readers.get_database_backend())));
+        let rows = rows.await?;
+        let counts = rows
+            .iter()
+            .map(|row| Ok((row.try_get("", "status")?, row.try_get("", "pets")?)))
+            .collect::<Result<Vec<(String, i64)>, DbErr>>()
+            .map_err(super::failure::repository_error)?;
+        inventory(counts)
     }
 }

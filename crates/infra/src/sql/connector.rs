@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::{ConnectOptions, DatabaseConnection, DbErr};
-use sea_query_rusqlite::rusqlite;
 
-use super::pg_readers::PgReaders;
 use super::{Backend, DatabaseError, DatabaseOptions};
 
 /// How long a request waits for a pooled connection before the store counts as unavailable.
@@ -97,24 +95,13 @@ impl Connector {
         }
     }
 
-    /// The reader pool (keys, readiness, backups; SQLite's and PostgreSQL's pet reads have
-    /// their own): up to four connections, opened now so that a database that cannot be
-    /// opened is a start-up error.
+    /// The reader pool, which every read takes its connection from: up to four
+    /// connections, opened now so that a database that cannot be opened is a start-up error.
     pub(super) async fn open_readers(&self) -> Result<DatabaseConnection, DbErr> {
         if self.backend == Backend::Postgres {
             self.try_connect().await?;
         }
         self.open(4, false).await
-    }
-
-    /// PostgreSQL's connections for the pet reads, opened as they are needed: one for each
-    /// of the machine's cores, two to eight, which every read shares (see
-    /// [`pg_readers`](super::pg_readers)). On two cores, two served 8% to 27% more pages
-    /// than eight (docs/benchmarks.md); the cap keeps replicas on large machines within
-    /// PostgreSQL's default of 100 connections.
-    pub(super) fn pg_readers(&self) -> Result<PgReaders, DbErr> {
-        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-        PgReaders::new(&self.url, cores.clamp(2, 8), ACQUIRE_TIMEOUT)
     }
 
     /// One plain connection, opened and closed: the pool retries a failed connection until
@@ -198,19 +185,6 @@ impl Connector {
     }
 }
 
-/// Closes an SQLite connection of this process's, one at a time. Two connections to one file
-/// closing at once can deadlock in SQLite 3.51.1, the library of this build: its unix VFS
-/// takes its global mutex and a file's lock mutex in opposite orders when a closing
-/// connection tries the lock that folds the WAL (rusqlite issue 1860, fixed in later
-/// SQLite).
-pub(super) fn close_sqlite(connection: rusqlite::Connection, what: &str) {
-    static CLOSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Err((_, err)) = connection.close() {
-        tracing::warn!("{what} did not close cleanly: {err}");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use sea_orm::{ConnectionTrait as _, DbBackend, Statement};
@@ -227,7 +201,7 @@ mod tests {
     async fn the_writers_connection_is_tuned() {
         let dir = tempfile::tempdir().expect("a directory");
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let options = DatabaseOptions { sqlite_max_pages: Some(5_000) };
+        let options = DatabaseOptions { sqlite_max_pages: Some(5_000), ..DatabaseOptions::default() };
         let connector = Connector::new(&url, options).expect("a connector");
         let writer = connector.open_writer().await.expect("the writer's connection");
         let mut read = Vec::new();

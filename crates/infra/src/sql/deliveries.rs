@@ -26,9 +26,7 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait as _,
 };
 
-use super::delivery_claims::{
-    Claimed, claim_on_postgres, claim_on_sqlite, sqlite_endpoints_and_events,
-};
+use super::delivery_claims::{Claimed, claim_skip_locked, claim_with_leases};
 use super::entity::webhook_endpoint as endpoint;
 use super::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
 use super::event_rows::to_event;
@@ -96,19 +94,13 @@ impl SeaOrmWebhooks {
         self.reads.run(transaction).await
     }
 
-    /// The endpoints and the events of the deliveries `claimed`: on SQLite read with rusqlite
-    /// on the caller's thread when a connection is free (the worker's, at its low priority),
-    /// on PostgreSQL on the reader pool.
+    /// The endpoints and the events of the deliveries `claimed`, read on the reader pool.
     async fn due_rows(
         &self,
         claimed: &[Claimed],
     ) -> Result<(Vec<endpoint::Model>, Vec<event::Model>), RepositoryError> {
         let endpoint_ids: Vec<i64> = claimed.iter().map(|c| c.1).collect();
         let event_ids: Vec<i64> = claimed.iter().map(|c| c.2).collect();
-        if let Some(readers) = &self.sqlite_readers {
-            let read = sqlite_endpoints_and_events(readers, &endpoint_ids, &event_ids);
-            return self.reads.run(read).await;
-        }
         let endpoints = endpoint::Entity::find().filter(endpoint::Column::Id.is_in(endpoint_ids));
         let endpoints = self.reads.run(endpoints.all(&self.readers)).await?;
         let events = event::Entity::find().filter(event::Column::Id.is_in(event_ids));
@@ -242,11 +234,10 @@ impl WebhookDeliveries for SeaOrmWebhooks {
     ) -> Result<Vec<Due>, RepositoryError> {
         let limits = limits.clone();
         let claimed = if self.readers.get_database_backend() == DbBackend::Postgres {
-            self.worker_write(move |txn| Box::pin(claim_on_postgres(txn, now, until, limits)))
+            self.worker_write(move |txn| Box::pin(claim_skip_locked(txn, now, until, limits)))
                 .await?
         } else {
-            let readers = self.sqlite_readers.as_deref().ok_or_else(no_sqlite_readers)?;
-            let claim = claim_on_sqlite(readers, &self.leases, (now, until), limits);
+            let claim = claim_with_leases(&self.readers, &self.leases, (now, until), limits);
             self.reads.run(claim).await?
         };
         self.due(claimed).await
@@ -332,9 +323,4 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         let (pending, oldest) = found.unwrap_or((0, None));
         Ok(Backlog { pending: u64::try_from(pending).unwrap_or(0), oldest })
     }
-}
-
-/// An SQLite store opened without its reader connections: a bug of the wiring.
-fn no_sqlite_readers() -> RepositoryError {
-    RepositoryError::Backend("SQLite's reader connections are missing".into())
 }

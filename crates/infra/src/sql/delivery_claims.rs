@@ -12,14 +12,12 @@ use animal_store_domain::{ClaimLimits, EndpointId, KeyId};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, QueryFilter,
-    QueryResult, Statement,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
+    EntityTrait, QueryFilter, QueryResult, Statement,
 };
-use sea_query_rusqlite::rusqlite::{self, Connection};
 use tokio::sync::Mutex;
 
-use super::entity::{event, webhook_delivery as delivery, webhook_endpoint as endpoint};
-use super::reader_threads::ReaderThreads;
+use super::entity::webhook_delivery as delivery;
 
 /// The deliveries due: their next attempt due at `$now`, not leased (or their lease over),
 /// to an enabled endpoint with room (not in `$busy`, nor of an owner in `$owners`).
@@ -53,37 +51,32 @@ fn postgres_due(now: DateTime<Utc>, limits: &ClaimLimits) -> Statement {
 
 /// The deliveries to claim on SQLite, whose one process claims alone: the enabled endpoints
 /// with room (see [`ClaimLimits`]) taken in turn, from one picked at random so that each
-/// gets its share over the claims, and of each as many of its deliveries due at `now` (as
-/// stored) as it and its owner have room for, soonest first, read from the index of each
-/// endpoint's deliveries (one seek each), passing over those the process holds (`held`),
-/// until the claim is full. However long an endpoint's queue, and however many wait for a
-/// disabled one, a claim reads the first rows of the endpoints it takes from.
-fn sqlite_due(
-    connection: &Connection,
-    now: &str,
+/// gets its share over the claims, and of each as many of its deliveries due at `now` as it
+/// and its owner have room for, soonest first, read from the index of each endpoint's
+/// deliveries (one seek each), passing over those the process holds (`held`), until the
+/// claim is full. However long an endpoint's queue, and however many wait for a disabled
+/// one, a claim reads the first rows of the endpoints it takes from.
+async fn due_in_process(
+    readers: &DatabaseConnection,
+    now: DateTime<Utc>,
     limits: &ClaimLimits,
     held: &HashSet<i64>,
-) -> rusqlite::Result<Vec<Claimed>> {
+) -> Result<Vec<Claimed>, DbErr> {
     let enabled = format!(
         "SELECT id, owner FROM webhook_endpoints WHERE status = 'enabled' AND id NOT IN ({}) \
          AND owner NOT IN ({}) ORDER BY id",
         busy_list(limits),
         full_owners(limits),
     );
-    let mut endpoints: Vec<(i64, String)> = connection
-        .prepare(&enabled)?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+    let rows = readers.query_all_raw(Statement::from_string(DbBackend::Sqlite, enabled)).await?;
+    let mut endpoints: Vec<(i64, String)> = rows
+        .iter()
+        .map(|row| Ok((row.try_get("", "id")?, row.try_get("", "owner")?)))
+        .collect::<Result<_, DbErr>>()?;
     if !endpoints.is_empty() {
         let first = rand::random_range(0..endpoints.len());
         endpoints.rotate_left(first);
     }
-    let mut due = connection.prepare_cached(
-        "SELECT id, endpoint_id, event_id, attempts FROM webhook_deliveries \
-         WHERE endpoint_id = ?1 AND next_attempt_at <= ?2 \
-         AND (leased_until IS NULL OR leased_until <= ?2) \
-         ORDER BY next_attempt_at, id LIMIT ?3",
-    )?;
     let mut room = limits.clone();
     let mut claimed = Vec::new();
     for (endpoint, owner) in endpoints {
@@ -98,21 +91,22 @@ fn sqlite_due(
         }
         // Enough rows to take what it has room for past the ones this process holds already.
         let take = i64::try_from(of_endpoint + held.len()).unwrap_or(i64::MAX);
-        let rows = due
-            .query_map(rusqlite::params![endpoint, now, take], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-            })?
-            .collect::<Result<Vec<Claimed>, _>>()?;
-        let rows = rows.into_iter().map(|row| (row, owner.clone()));
+        let due = Statement::from_sql_and_values(
+            DbBackend::Sqlite,
+            "SELECT id, endpoint_id, event_id, attempts FROM webhook_deliveries \
+             WHERE endpoint_id = ?1 AND next_attempt_at <= ?2 \
+             AND (leased_until IS NULL OR leased_until <= ?2) \
+             ORDER BY next_attempt_at, id LIMIT ?3",
+            [endpoint.into(), now.into(), take.into()],
+        );
+        let rows = readers.query_all_raw(due).await?;
+        let rows = rows
+            .iter()
+            .map(|row| Ok((claimed_columns(row)?, owner.clone())))
+            .collect::<Result<Vec<_>, DbErr>>()?;
         claimed.extend(pick(rows, left, &mut room, |id| held.contains(&id)));
     }
     Ok(claimed)
-}
-
-/// A time as SQLite's columns hold it: the text sqlx writes (RFC 3339, seconds and their
-/// fraction as needed), which compares in time order with the text stored.
-fn stored_time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
 }
 
 /// A claimed delivery: its id, endpoint, event, and the attempts made before.
@@ -168,11 +162,10 @@ fn pick(
     claimed
 }
 
-/// On SQLite, reading on `readers` (on the caller's thread when a connection is free):
-/// leases up to `count` deliveries due at `now` (see [`sqlite_due`]) in `leases` until
-/// `until`, and returns them. Claims take turns.
-pub(super) async fn claim_on_sqlite(
-    readers: &ReaderThreads,
+/// On SQLite, reading on `readers`: leases up to `count` deliveries due at `now` (see
+/// [`due_in_process`]) in `leases` until `until`, and returns them. Claims take turns.
+pub(super) async fn claim_with_leases(
+    readers: &DatabaseConnection,
     leases: &Leases,
     (now, until): (DateTime<Utc>, DateTime<Utc>),
     limits: ClaimLimits,
@@ -180,16 +173,14 @@ pub(super) async fn claim_on_sqlite(
     let mut leases = leases.0.lock().await;
     leases.retain(|_, ends| *ends > now);
     let held: HashSet<i64> = leases.keys().copied().collect();
-    let now_text = stored_time(now);
-    let claimed = readers.run(move |connection| sqlite_due(connection, &now_text, &limits, &held));
-    let claimed = claimed.await?;
+    let claimed = due_in_process(readers, now, &limits, &held).await?;
     leases.extend(claimed.iter().map(|c| (c.0, until)));
     Ok(claimed)
 }
 
 /// On PostgreSQL, in `txn`: leases up to `count` deliveries due at `now` (see
 /// [`postgres_due`]) until `until`, and returns them.
-pub(super) async fn claim_on_postgres(
+pub(super) async fn claim_skip_locked(
     txn: &DatabaseTransaction,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
@@ -221,73 +212,15 @@ pub(super) async fn claim_on_postgres(
 
 /// A due row as PostgreSQL answers it, with its endpoint's owner.
 fn claimed_row(row: &QueryResult) -> Result<(Claimed, KeyId), DbErr> {
-    let get = |column: &str| row.try_get::<i64>("", column);
     let owner: String = row.try_get("", "owner")?;
     let owner = KeyId::new(&owner).map_err(|e| DbErr::Type(e.to_string()))?;
-    let claimed =
-        (get("id")?, get("endpoint_id")?, get("event_id")?, row.try_get::<i32>("", "attempts")?);
-    Ok((claimed, owner))
+    Ok((claimed_columns(row)?, owner))
 }
 
-/// On SQLite, reading on `readers` (on the caller's thread when a connection is free): the
-/// endpoints `endpoints` and the events `events` of claimed deliveries, those that are left.
-pub(super) async fn sqlite_endpoints_and_events(
-    readers: &ReaderThreads,
-    endpoints: &[i64],
-    events: &[i64],
-) -> Result<(Vec<endpoint::Model>, Vec<event::Model>), DbErr> {
-    let endpoints = format!(
-        "SELECT id, owner, url, events, status, secret, created_at, failing_since, \
-         disabled_reason \
-         FROM webhook_endpoints WHERE id IN ({})",
-        id_list(endpoints)
-    );
-    let events = format!(
-        "SELECT id, event_type, owner, created_at, object FROM events WHERE id IN ({})",
-        id_list(events)
-    );
-    readers
-        .run(move |connection| {
-            let endpoints = connection
-                .prepare(&endpoints)?
-                .query_map([], endpoint_row)?
-                .collect::<Result<_, _>>()?;
-            let events =
-                connection.prepare(&events)?.query_map([], event_row)?.collect::<Result<_, _>>()?;
-            Ok((endpoints, events))
-        })
-        .await
-}
-
-fn endpoint_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<endpoint::Model> {
-    Ok(endpoint::Model {
-        id: row.get(0)?,
-        owner: row.get(1)?,
-        url: row.get(2)?,
-        events: row.get(3)?,
-        status: row.get(4)?,
-        secret: row.get(5)?,
-        created_at: time(6, &row.get::<_, String>(6)?)?,
-        failing_since: row.get::<_, Option<String>>(7)?.map(|at| time(7, &at)).transpose()?,
-        disabled_reason: row.get(8)?,
-    })
-}
-
-fn event_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<event::Model> {
-    Ok(event::Model {
-        id: row.get(0)?,
-        event_type: row.get(1)?,
-        owner: row.get(2)?,
-        created_at: time(3, &row.get::<_, String>(3)?)?,
-        object: row.get(4)?,
-    })
-}
-
-/// The time `text` of column `index`, as sqlx writes it (see [`stored_time`]).
-fn time(index: usize, text: &str) -> rusqlite::Result<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(text).map(|at| at.with_timezone(&Utc)).map_err(|err| {
-        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, err.into())
-    })
+/// A due row's delivery: its id, endpoint, event and attempts.
+fn claimed_columns(row: &QueryResult) -> Result<Claimed, DbErr> {
+    let get = |column: &str| row.try_get::<i64>("", column);
+    Ok((get("id")?, get("endpoint_id")?, get("event_id")?, row.try_get::<i32>("", "attempts")?))
 }
 
 /// Ids as an SQL list, `-1` (no row's) for none: integers need no placeholder each.

@@ -7,7 +7,6 @@ use animal_store_domain::RepositoryError;
 use sea_orm::DatabaseConnection;
 
 use super::Backend;
-use super::pg_readers::PgReaders;
 use super::reachability::Reads;
 
 /// The gauge of the readers' pools' connections, by `state`: `active` or `idle`.
@@ -17,13 +16,12 @@ pub const POOL_METRIC: &str = "animal_store_db_pool_connections";
 pub struct PoolMetrics {
     pub(super) backend: Backend,
     pub(super) readers: DatabaseConnection,
-    pub(super) pg_readers: Option<PgReaders>,
 }
 
 impl PoolMetrics {
     /// Sets [`POOL_METRIC`] to the pools' connections now.
     pub fn record(&self) {
-        let (mut size, mut idle) = match self.backend {
+        let (size, idle) = match self.backend {
             Backend::Sqlite => {
                 let pool = self.readers.get_sqlite_connection_pool();
                 (pool.size(), pool.num_idle())
@@ -33,11 +31,6 @@ impl PoolMetrics {
                 (pool.size(), pool.num_idle())
             }
         };
-        if let Some(pg_readers) = &self.pg_readers {
-            let (open, available) = pg_readers.connections();
-            size += u32::try_from(open).unwrap_or(u32::MAX);
-            idle += available;
-        }
         let idle = u32::try_from(idle).unwrap_or(u32::MAX).min(size);
         metrics::gauge!(POOL_METRIC, "state" => "active").set(f64::from(size - idle));
         metrics::gauge!(POOL_METRIC, "state" => "idle").set(f64::from(idle));

@@ -4,13 +4,11 @@
 //!
 //! - SQLite (the default, a file beside the server): WAL journal, `synchronous=FULL` so an
 //!   acknowledged write survives `kill -9` and power loss, a busy timeout, a bounded WAL
-//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Pets are read with
-//!   rusqlite on the callers' threads or reader threads (`reader_threads.rs`); keys, backups
-//!   and the readiness check use a pool of up to four async readers. WAL lets them all read
-//!   beside the writer, whose connections write one at a time (`sqlite_writes.rs`).
-//! - PostgreSQL: pets are read on a few connections that every read shares, one for each
-//!   core (`pg_readers/`); keys and the readiness check use a pool of up to four; one
-//!   writer connection.
+//!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Every read runs on a
+//!   pool of reader connections, which WAL lets read beside the writer; a pet read asked
+//!   again is answered from the read cache (`read_cache.rs`) until the writer commits.
+//! - PostgreSQL: every read runs on a pool of reader connections, and nothing is kept: a
+//!   write on one instance is read at once on every other.
 //!
 //! Migrations are applied one process at a time, under a lock held in the database
 //! (`migrating.rs`), so that replicas starting together on one database all come up.
@@ -35,20 +33,16 @@ mod idempotency;
 mod insert;
 mod job;
 mod keys;
-mod memo;
 mod migrating;
 mod migration;
 mod orders;
 mod outage;
 mod pet_rows;
 mod pets;
-mod pg_readers;
 mod reachability;
-mod reader_threads;
+mod read_cache;
 mod records;
 mod schema;
-mod snapshots;
-mod wal_index;
 mod webhooks;
 mod window;
 mod writer;
@@ -65,6 +59,7 @@ pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
 pub use orders::SeaOrmOrderRepository;
 pub use pets::SeaOrmPetRepository;
+pub use read_cache::READ_CACHE_METRIC;
 pub use schema::SchemaStatus;
 pub use webhooks::SeaOrmWebhooks;
 pub use window::SchemaWindow;
@@ -74,9 +69,8 @@ use connector::{Connector, owner_only_file};
 use delivery_claims::Leases;
 use failure::{FailureKind, corrupt};
 use job::Writer;
-use pets::PetReaders;
 use reachability::{Reachability, Reads};
-use reader_threads::ReaderThreads;
+use read_cache::{Commits, ReadCache};
 use writer::WriterThread;
 
 /// Which database server a [`Database`] talks to.
@@ -89,20 +83,31 @@ pub enum Backend {
 }
 
 /// How to open a database, beyond its URL.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct DatabaseOptions {
     /// SQLite only: the most pages (4 KiB each) the database file may hold, as
     /// `PRAGMA max_page_count` on every connection. Past it, writes fail as they would on a
     /// full disk: for rehearsing a full disk, and for tests.
     pub sqlite_max_pages: Option<u32>,
+    /// SQLite only: the most the read cache keeps, in MiB; 0 keeps nothing.
+    pub read_cache_mib: u32,
 }
 
-/// An open database: its reader pool and the thread that writes.
+/// The read cache's bound unless told otherwise, in MiB.
+pub const DEFAULT_READ_CACHE_MIB: u32 = 8;
+
+impl Default for DatabaseOptions {
+    fn default() -> Self {
+        Self { sqlite_max_pages: None, read_cache_mib: DEFAULT_READ_CACHE_MIB }
+    }
+}
+
+/// An open database: its reader pool, its read cache and the thread that writes.
 pub struct Database {
     connector: Connector,
     readers: DatabaseConnection,
-    /// What serves the pet reads.
-    pet_readers: PetReaders,
+    /// On SQLite, the answers of the pet reads kept.
+    cache: Option<Arc<ReadCache>>,
     reads: Arc<Reads>,
     writer: Writer,
     /// On SQLite, this process's leases of webhook deliveries.
@@ -130,34 +135,22 @@ impl Database {
     pub async fn connect_with(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
         let connector = Connector::new(url, options)?;
         let readers = connector.open_readers().await.map_err(DatabaseError::Connect)?;
-        let pet_readers = match connector.backend {
-            Backend::Sqlite => {
-                let path = connector.sqlite_path().map_err(DatabaseError::Connect)?;
-                let threads = ReaderThreads::start(&path, reader_thread_count())
-                    .map_err(DatabaseError::Connect)?;
-                PetReaders::Sqlite(Arc::new(threads))
-            }
-            Backend::Postgres => {
-                let pg_readers = connector.pg_readers().map_err(DatabaseError::Connect)?;
-                pg_readers.open().await.map_err(DatabaseError::Connect)?;
-                PetReaders::Postgres(pg_readers)
-            }
-        };
+        let commits = Arc::new(Commits::default());
+        let cache = (connector.backend == Backend::Sqlite && options.read_cache_mib > 0).then(|| {
+            let bytes = u64::from(options.read_cache_mib) * 1024 * 1024;
+            Arc::new(ReadCache::new(bytes, Arc::clone(&commits)))
+        });
         let reachability = Reachability::new(readers.clone());
         let (stop_writer, stop) = oneshot::channel();
-        let (writer, writer_thread) = Writer::start(
-            connector.clone(),
-            Arc::clone(&reachability),
-            pet_readers.sqlite().cloned(),
-            stop,
-        )
-        .map_err(DatabaseError::Connect)?;
+        let (writer, writer_thread) =
+            Writer::start(connector.clone(), Arc::clone(&reachability), commits, stop)
+                .map_err(DatabaseError::Connect)?;
         let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
         let delivery_leases = Arc::default();
         Ok(Self {
             connector,
             readers,
-            pet_readers,
+            cache,
             reads,
             writer,
             delivery_leases,
@@ -202,7 +195,8 @@ impl Database {
     /// The pet repository over this database. Clones share the writer.
     pub fn pets(&self) -> SeaOrmPetRepository {
         SeaOrmPetRepository::new(
-            self.pet_readers.clone(),
+            self.readers.clone(),
+            self.cache.clone(),
             Arc::clone(&self.reads),
             self.writer.clone(),
         )
@@ -237,14 +231,7 @@ impl Database {
     /// carry.
     pub fn webhooks(&self) -> SeaOrmWebhooks {
         let (reads, leases) = (Arc::clone(&self.reads), Arc::clone(&self.delivery_leases));
-        let sqlite_readers = self.pet_readers.sqlite().cloned();
-        SeaOrmWebhooks::new(
-            self.readers.clone(),
-            reads,
-            self.writer.clone(),
-            leases,
-            sqlite_readers,
-        )
+        SeaOrmWebhooks::new(self.readers.clone(), reads, self.writer.clone(), leases)
     }
 
     /// The readiness check of this database.
@@ -283,11 +270,7 @@ impl Database {
 
     /// What reports the readers' pools to the metrics.
     pub fn pool_metrics(&self) -> PoolMetrics {
-        PoolMetrics {
-            backend: self.connector.backend,
-            readers: self.readers.clone(),
-            pg_readers: self.pet_readers.postgres().cloned(),
-        }
+        PoolMetrics { backend: self.connector.backend, readers: self.readers.clone() }
     }
 
     /// The API key store over this database.
@@ -299,14 +282,7 @@ impl Database {
     /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
     /// WAL into the database file, so the next start does not replay it.
     pub async fn close(self) {
-        let Self { readers, pet_readers, stop_writer, writer_thread, .. } = self;
-        match pet_readers {
-            // The reads already queued finish first.
-            PetReaders::Sqlite(threads) => {
-                let _ = tokio::task::spawn_blocking(move || threads.stop()).await;
-            }
-            PetReaders::Postgres(pg_readers) => pg_readers.close(),
-        }
+        let Self { readers, stop_writer, writer_thread, .. } = self;
         // The writer may have ended already; then there is nothing to stop.
         let _ = stop_writer.send(());
         if let Err(err) = writer_thread.ended().await {
@@ -316,11 +292,6 @@ impl Database {
             tracing::warn!(error = %err, "closing the database readers failed");
         }
     }
-}
-
-/// How many reader threads SQLite gets: one per core, at least two, at most eight.
-fn reader_thread_count() -> usize {
-    std::thread::available_parallelism().map_or(2, std::num::NonZero::get).clamp(2, 8)
 }
 
 /// The histogram of how many writes each transaction of the writer commits together.

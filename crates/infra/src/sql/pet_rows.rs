@@ -48,32 +48,6 @@ fn pet_of(id: i64, name: String, category_id: i64, status: &str) -> Result<Pet, 
     })
 }
 
-/// A row the reader threads read, as a pet or as why it is not one: the columns of
-/// [`pet::Model`] by position, in the order the model declares them, which is the order
-/// `pet::Entity::find()` selects them (a test below holds the two together). By name, each
-/// value cost a scan of the statement's column names: about 3% of a page's time. The status
-/// is parsed from the text SQLite lends, not from a `String` of its own: one allocation
-/// fewer a pet.
-pub(super) fn pet_from_sqlite_row(
-    row: &sea_query_rusqlite::rusqlite::Row<'_>,
-) -> sea_query_rusqlite::rusqlite::Result<Result<Pet, RepositoryError>> {
-    use sea_query_rusqlite::rusqlite::{Error, types::Type};
-    const STATUS: usize = 3;
-    let status = row
-        .get_ref(STATUS)?
-        .as_str()
-        .map_err(|err| Error::FromSqlConversionFailure(STATUS, Type::Text, Box::new(err)))?;
-    Ok(pet_of(row.get(0)?, row.get(1)?, row.get(2)?, status))
-}
-
-/// A row read from PostgreSQL, as a pet or as why it is not one: the columns by position,
-/// as [`pet_from_sqlite_row`] reads them, the status borrowed from the row.
-pub(super) fn pet_from_postgres_row(
-    row: &tokio_postgres::Row,
-) -> Result<Result<Pet, RepositoryError>, tokio_postgres::Error> {
-    Ok(pet_of(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?))
-}
-
 /// In `txn` on SQLite: inserts `pets` with one statement and returns their ids, in order:
 /// the rows of one `INSERT` get consecutive row ids, the last one SQLite's last row id.
 pub(super) async fn sqlite_insert_many(
@@ -146,25 +120,4 @@ pub(super) async fn delete(txn: &DatabaseTransaction, ids: &[PetId]) -> Result<(
 fn delete_statement(ids: &[PetId]) -> DeleteStatement {
     let ids = ids.iter().map(|id| id.get());
     pet::Entity::delete_many().filter(pet::Column::Id.is_in(ids)).into_query()
-}
-
-#[cfg(test)]
-mod tests {
-    use sea_orm::{DbBackend, EntityTrait, QueryTrait};
-
-    use super::super::entity::pet;
-    use super::super::pets::list_query;
-
-    /// `pet_from_sqlite_row` reads by position: every query of pets selects the model's columns
-    /// in its order, first.
-    #[test]
-    fn pets_are_selected_in_the_order_rows_are_read() {
-        let columns =
-            r#"SELECT "pets"."id", "pets"."name", "pets"."category_id", "pets"."status" FROM"#;
-        let get = pet::Entity::find_by_id(1).build(DbBackend::Sqlite).sql;
-        let page = list_query(None, None, 20).build(DbBackend::Sqlite).sql;
-        for sql in [get, page] {
-            assert!(sql.starts_with(columns), "{sql}");
-        }
-    }
 }

@@ -24,7 +24,6 @@ use super::failure::{corrupt, in_write};
 use super::insert::insert_one;
 use super::job::Writer;
 use super::reachability::Reads;
-use super::reader_threads::ReaderThreads;
 
 /// An endpoint's event types as stored: `*`, or each type between commas, so that a type is
 /// found by looking for `,type,`.
@@ -83,9 +82,6 @@ pub struct SeaOrmWebhooks {
     pub(super) writer: Writer,
     /// On SQLite, the process's leases of the deliveries it claimed.
     pub(super) leases: Arc<Leases>,
-    /// On SQLite, the rusqlite connections the worker's reads take: on the worker's own
-    /// thread when one is free (see [`delivery_claims`](super::delivery_claims)).
-    pub(super) sqlite_readers: Option<Arc<ReaderThreads>>,
 }
 
 impl SeaOrmWebhooks {
@@ -94,9 +90,8 @@ impl SeaOrmWebhooks {
         reads: Arc<Reads>,
         writer: Writer,
         leases: Arc<Leases>,
-        sqlite_readers: Option<Arc<ReaderThreads>>,
     ) -> Self {
-        Self { readers, reads, writer, leases, sqlite_readers }
+        Self { readers, reads, writer, leases }
     }
 }
 

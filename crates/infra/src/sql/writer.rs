@@ -7,9 +7,9 @@
 //! Because the writer runs on its own, a client that hangs up cannot interrupt a transaction
 //! halfway.
 //!
-//! On SQLite, the readers keep no snapshot while a transaction of the writer's runs, from
-//! before its `BEGIN` to after its `COMMIT` (`ReaderThreads::writes_start`), so that none
-//! holds back the checkpoint SQLite runs in the `COMMIT`.
+//! The writer counts the transactions it ends ([`Commits`]) before it answers their callers:
+//! the read cache gives no answer read before the count last changed (see
+//! [`read_cache`](super::read_cache)).
 //!
 //! The writer knows transactions, not what they write: it runs any [`Work`], a batch at a
 //! time. What the stores write, and how the jobs of one batch share statements, is
@@ -48,7 +48,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::failure::FailureKind;
 use super::outage::Outage;
 use super::reachability::Reachability;
-use super::reader_threads::ReaderThreads;
+use super::read_cache::Commits;
 use super::{Backend, Connector};
 
 /// The most pieces of work committed in one transaction.
@@ -129,7 +129,7 @@ impl<W: Work> Writer<W> {
     pub(super) fn start(
         connector: Connector,
         reachability: Arc<Reachability>,
-        snapshots: Option<Arc<ReaderThreads>>,
+        commits: Arc<Commits>,
         stop: oneshot::Receiver<()>,
     ) -> Result<(Self, WriterThread), DbErr> {
         let (queue, work) = mpsc::channel(QUEUE_DEPTH);
@@ -138,7 +138,7 @@ impl<W: Work> Writer<W> {
             pool: None,
             outage: Outage::new("writes"),
             reachability: Arc::clone(&reachability),
-            snapshots,
+            commits,
         };
         let cannot = |err: std::io::Error| DbErr::Custom(format!("cannot start the writer: {err}"));
         let runtime =
@@ -221,8 +221,8 @@ struct Connection {
     /// Logs a run of failed transactions once, when it starts and when it ends.
     outage: Outage,
     reachability: Arc<Reachability>,
-    /// On SQLite, the readers, which keep no snapshot while a transaction runs.
-    snapshots: Option<Arc<ReaderThreads>>,
+    /// The transactions ended, which the read cache follows.
+    commits: Arc<Commits>,
 }
 
 impl Connection {
@@ -238,13 +238,8 @@ impl Connection {
         }
         #[allow(clippy::cast_precision_loss, reason = "a batch holds at most 64")]
         metrics::histogram!(super::BATCH_SIZE_METRIC).record(batch.len() as f64);
-        if let Some(snapshots) = &self.snapshots {
-            snapshots.writes_start();
-        }
         let done = self.transaction(batch).await;
-        if let Some(snapshots) = &self.snapshots {
-            snapshots.writes_end();
-        }
+        self.commits.ended();
         match done {
             Ok(()) => {
                 self.outage.passed();

@@ -50,6 +50,17 @@ impl SqliteFile {
     pub async fn open(&self) -> Database {
         open_migrated(&self.url).await
     }
+
+    /// Opens the database as a witness: without a read cache, so that every read sees what
+    /// is stored now, whoever wrote it.
+    ///
+    /// # Panics
+    ///
+    /// When it cannot be opened.
+    pub async fn open_witness(&self) -> Database {
+        let options = crate::DatabaseOptions { read_cache_mib: 0, ..Default::default() };
+        Database::connect_with(&self.url, options).await.expect("open the witness")
+    }
 }
 
 impl Default for SqliteFile {
