@@ -64,12 +64,21 @@ async fn replicas_start_together(db: &Db) {
         let listed = client.get(&server.url("/v1/pets?limit=100")).await;
         assert_eq!(listed.status(), 200, "server {n}");
     }
-    let listed: serde_json::Value = Client::new(&key)
-        .get(&servers[0].url("/v1/pets?limit=100"))
-        .await
-        .json()
-        .await
-        .expect("JSON");
+    // Each server reads the others' writes once its read cache lets go of the page it
+    // answered before them, within a second: read every 100 ms, for at most 3 s.
+    let mut listed = serde_json::Value::Null;
+    for _ in 0..30 {
+        listed = Client::new(&key)
+            .get(&servers[0].url("/v1/pets?limit=100"))
+            .await
+            .json()
+            .await
+            .expect("JSON");
+        if listed.as_array().map(Vec::len) == Some(REPLICAS) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     assert_eq!(listed.as_array().map(Vec::len), Some(REPLICAS), "{listed}");
     let status = status(db).await;
     assert!(status.pending.is_empty() && status.unknown.is_empty(), "{status:?}");

@@ -115,7 +115,7 @@ async fn state(
         RateLimiterKind::Redis => {
             wiring.rate_limiter_adapter(redis_limiter(args, clock.clone()).await?)
         }
-        kind => wiring.rate_limiter(kind, args.limiter_capacity),
+        kind @ RateLimiterKind::Moka => wiring.rate_limiter(kind, args.limiter_capacity),
     };
     Ok(wiring
         .clock(clock)

@@ -21,9 +21,7 @@ use animal_store_domain::{
     PetChanges, PetRepository, PetService, RateLimitPolicy, RateLimiter, WebhookDeliveries,
     WebhookEndpoints, WebhookService,
 };
-use animal_store_infra::{
-    CachedApiKeyStore, DnsAddressCheck, MemoryRateLimiter, MokaRateLimiter, SystemClock,
-};
+use animal_store_infra::{CachedApiKeyStore, DnsAddressCheck, MokaRateLimiter, SystemClock};
 
 pub use crate::cli::RateLimiterKind;
 
@@ -93,7 +91,7 @@ impl Wiring {
             environment: Environment::Production,
             config: ApiConfig::default(),
             limiter: Limiter::Kind {
-                kind: RateLimiterKind::Memory,
+                kind: RateLimiterKind::Moka,
                 capacity: Self::DEFAULT_LIMITER_CAPACITY,
             },
             health_checks: Vec::new(),
@@ -197,9 +195,6 @@ impl Wiring {
             metrics,
         } = self;
         let limiter: Arc<dyn RateLimiter> = match limiter {
-            Limiter::Kind { kind: RateLimiterKind::Memory, capacity } => {
-                Arc::new(MemoryRateLimiter::new(policy, capacity, clock.clone()))
-            }
             // Redis needs a connection first: `serve` connects and hands the adapter in.
             Limiter::Kind { kind: RateLimiterKind::Moka | RateLimiterKind::Redis, capacity } => {
                 Arc::new(MokaRateLimiter::new(policy, capacity, clock.clone()))

@@ -1,4 +1,4 @@
-//! The cost of one rate-limit decision in each limiter adapter: alone, and with two threads
+//! The cost of one rate-limit decision in the in-process limiter: alone, and with two threads
 //! deciding at once on one key (they contend for its lock) or on distinct keys.
 //!
 //! Run with `cargo bench -p animal-store-infra --bench rate_limiter`. The quota is large enough
@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use animal_store_domain::{KeyId, Quota, RateLimitPolicy, RateLimiter, Subject};
-use animal_store_infra::{MemoryRateLimiter, MokaRateLimiter, SystemClock};
+use animal_store_infra::{MokaRateLimiter, SystemClock};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
 
@@ -21,16 +21,13 @@ fn key(n: usize) -> Subject {
 
 type Limiter = Arc<dyn RateLimiter>;
 
-fn limiter(adapter: &str) -> Limiter {
+fn limiter() -> Limiter {
     let (policy, clock) = (RateLimitPolicy::default(), Arc::new(SystemClock));
-    match adapter {
-        "moka" => Arc::new(MokaRateLimiter::new(policy, 1_000_000, clock)),
-        _ => Arc::new(MemoryRateLimiter::new(policy, 1_000_000, clock)),
-    }
+    Arc::new(MokaRateLimiter::new(policy, 1_000_000, clock))
 }
 
 fn decide(limiter: &Limiter, subject: &Subject, quota: Quota) -> bool {
-    // Both adapters never wait: their futures are ready at the first poll.
+    // The limiter never waits: its futures are ready at the first poll.
     limiter.check(subject, quota).now_or_never().expect("ready at once").is_admitted()
 }
 
@@ -60,26 +57,24 @@ fn two_threads(limiter: &Limiter, subjects: [Subject; 2], quota: Quota, iters: u
 
 fn decisions(c: &mut Criterion) {
     let quota = Quota::new(u32::MAX, u32::MAX).expect("a quota");
-    for adapter in ["memory", "moka"] {
-        let mut group = c.benchmark_group(format!("limiter decision/{adapter}"));
+    let mut group = c.benchmark_group("limiter decision/moka");
 
-        let single = limiter(adapter);
-        let subject = key(1);
-        group.bench_function("uncontended", |b| {
-            b.iter(|| decide(&single, black_box(&subject), quota));
-        });
+    let single = limiter();
+    let subject = key(1);
+    group.bench_function("uncontended", |b| {
+        b.iter(|| decide(&single, black_box(&subject), quota));
+    });
 
-        let shared = limiter(adapter);
-        group.bench_function("2 threads, one key", |b| {
-            b.iter_custom(|iters| two_threads(&shared, [key(7), key(7)], quota, iters));
-        });
+    let shared = limiter();
+    group.bench_function("2 threads, one key", |b| {
+        b.iter_custom(|iters| two_threads(&shared, [key(7), key(7)], quota, iters));
+    });
 
-        let distinct = limiter(adapter);
-        group.bench_function("2 threads, distinct keys", |b| {
-            b.iter_custom(|iters| two_threads(&distinct, [key(8), key(9)], quota, iters));
-        });
-        group.finish();
-    }
+    let distinct = limiter();
+    group.bench_function("2 threads, distinct keys", |b| {
+        b.iter_custom(|iters| two_threads(&distinct, [key(8), key(9)], quota, iters));
+    });
+    group.finish();
 }
 
 criterion_group!(benches, decisions);

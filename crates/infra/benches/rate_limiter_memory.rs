@@ -1,20 +1,17 @@
-//! Resident memory of each rate limiter holding the counters of 1,000,000 distinct keys
-//! (each seen once, then idle): the growth of the resident set, read from
-//! `/proc/self/statm`. Each adapter is measured in a fresh process of its own, so that
-//! memory freed by one cannot flatter the other.
+//! Resident memory of the in-process rate limiter holding the counters of 1,000,000
+//! distinct keys (each seen once, then idle): the growth of the resident set, read from
+//! `/proc/self/statm`.
 //!
 //! Run with `cargo bench -p animal-store-infra --bench rate_limiter_memory`.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
 use animal_store_domain::{KeyId, Plan, RateLimitPolicy, RateLimiter, Subject};
-use animal_store_infra::{MemoryRateLimiter, MokaRateLimiter, SystemClock};
+use animal_store_infra::{MokaRateLimiter, SystemClock};
 use futures_util::FutureExt;
 
 const KEYS: usize = 1_000_000;
-const ADAPTER: &str = "LIMITER_MEMORY_ADAPTER";
 
 fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
@@ -22,16 +19,13 @@ fn resident_bytes() -> Option<u64> {
     Some(pages * 4096)
 }
 
-fn measure(adapter: &str) {
+fn measure() {
     let Some(before) = resident_bytes() else {
         println!("limiter memory: /proc/self/statm is not readable here; nothing measured");
         return;
     };
     let (policy, clock) = (RateLimitPolicy::default(), Arc::new(SystemClock));
-    let limiter: Box<dyn RateLimiter> = match adapter {
-        "moka" => Box::new(MokaRateLimiter::new(policy, 2_000_000, clock)),
-        _ => Box::new(MemoryRateLimiter::new(policy, 2_000_000, clock)),
-    };
+    let limiter: Box<dyn RateLimiter> = Box::new(MokaRateLimiter::new(policy, 2_000_000, clock));
     let quota = Plan::Free.quota();
     let started = Instant::now();
     for n in 0..KEYS {
@@ -44,17 +38,13 @@ fn measure(adapter: &str) {
     #[allow(clippy::cast_precision_loss, reason = "a report")]
     let (mib, per_key) = (grown as f64 / 1_048_576.0, grown as f64 / KEYS as f64);
     println!(
-        "limiter memory: {adapter:>6}: {KEYS} keys: resident set grew by {mib:.1} MiB ({per_key:.0} bytes per key); \
+        "limiter memory: moka: {KEYS} keys: resident set grew by {mib:.1} MiB ({per_key:.0} bytes per key); \
          inserted in {elapsed:.2?}"
     );
     std::hint::black_box(limiter);
 }
 
 fn main() {
-    if let Ok(adapter) = std::env::var(ADAPTER) {
-        measure(&adapter);
-        return;
-    }
     // `cargo bench` passes `--bench` and maybe a filter; honour a filter that excludes us.
     if std::env::args()
         .skip(1)
@@ -62,15 +52,5 @@ fn main() {
     {
         return;
     }
-    let Ok(me) = std::env::current_exe() else {
-        eprintln!("limiter memory: cannot find this program to run it per adapter");
-        std::process::exit(1);
-    };
-    for adapter in ["memory", "moka"] {
-        let status = Command::new(&me).env(ADAPTER, adapter).status();
-        if !status.is_ok_and(|s| s.success()) {
-            eprintln!("limiter memory: the {adapter} measurement failed");
-            std::process::exit(1);
-        }
-    }
+    measure();
 }

@@ -42,12 +42,13 @@ pub use clock::{ClockFileError, FileClock, SystemClock};
 pub use memory::{
     MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository, MemoryPetRepository,
 };
-pub use rate_limiter::{MemoryRateLimiter, MokaRateLimiter};
+pub use rate_limiter::MokaRateLimiter;
 pub use redis_limiter::{LimiterFailure, RedisLimiterOptions, RedisRateLimiter};
 pub use sql::{
     BATCH_SIZE_METRIC, BackupError, DEFAULT_READ_CACHE_MIB, Database, DatabaseError,
-    DatabaseHealth, DatabaseOptions, POOL_METRIC, PoolMetrics, READ_CACHE_METRIC, SchemaStatus, SeaOrmApiKeyStore, SeaOrmEventLog,
-    SeaOrmIdempotencyStore, SeaOrmOrderRepository, SeaOrmPetRepository,
+    DatabaseHealth, DatabaseOptions, POOL_METRIC, PoolMetrics, READ_CACHE_METRIC, SchemaStatus,
+    SeaOrmApiKeyStore, SeaOrmEventLog, SeaOrmIdempotencyStore, SeaOrmOrderRepository,
+    SeaOrmPetRepository,
 };
 #[cfg(feature = "testing")]
 pub use testing::ManualClock;

@@ -1,12 +1,10 @@
-//! Rate limiter adapters: [`MemoryRateLimiter`], compact sharded maps and the server's
-//! default, and [`MokaRateLimiter`], counters in a moka cache.
+//! The in-process rate limiter: [`MokaRateLimiter`], counters in moka caches, the server's
+//! default (and the local fallback of the Redis limiter).
 //!
-//! Both keep one [`RateLimitState`] per subject and run the domain's [`RateLimitState::check`] under
-//! a per-subject lock, so concurrent requests of one subject are decided one after another
-//! and a subject never gets more than its quota admitted.
+//! It keeps one [`RateLimitState`] per subject and runs the domain's
+//! [`RateLimitState::check`] under a per-subject lock, so concurrent requests of one subject
+//! are decided one after another and a subject never gets more than its quota admitted.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -67,9 +65,10 @@ type SharedState = Arc<Mutex<RateLimitState>>;
 /// day counter after an idle hour; the expiry here is computed from the windows instead.
 ///
 /// Keys and client addresses live in two caches of the capacity each, so that a flood of
-/// new addresses cannot push a key, suspended or limited, out of its counters. (moka
-/// chooses what it evicts: a restricted address can still be evicted by other addresses;
-/// the default [`MemoryRateLimiter`] never does that.)
+/// new addresses cannot push a key, suspended or limited, out of its counters: keys are as
+/// many as the keys issued, which clients cannot multiply. moka chooses which address it
+/// evicts when the addresses' cache is full (`TinyLFU`: the least used first), so a flood
+/// can push out another address's counters, never a key's.
 pub struct MokaRateLimiter {
     keys: Cache<CounterKey, SharedState>,
     addresses: Cache<CounterKey, SharedState>,
@@ -177,142 +176,5 @@ impl RateLimiter for MokaRateLimiter {
 
     fn subjects(&self) -> Option<u64> {
         Some(self.len())
-    }
-}
-
-/// Counters in sharded hash maps: the compact adapter, and the server's default.
-///
-/// A subject costs its 17-byte key and 32-byte [`RateLimitState`] plus the map's slack: under a
-/// third of a moka entry (see `docs/benchmarks.md`). Subjects hash to one of [`SHARDS`]
-/// shards, each behind its own lock, so two cores rarely meet. A shard forgets the states
-/// whose windows and suspension are over when it has doubled since its last sweep, and when
-/// it reaches its share of the capacity it forgets the unrestricted client address that
-/// stops mattering soonest; restricted subjects and keys are never forgotten early (see
-/// `Shard::make_room`). The capacity bounds client addresses; keys, which clients cannot
-/// multiply, are kept beyond it.
-pub struct MemoryRateLimiter {
-    shards: Box<[Mutex<Shard>]>,
-    hasher: RandomState,
-    shard_capacity: usize,
-    policy: RateLimitPolicy,
-    clock: Arc<dyn Clock>,
-}
-
-/// Number of shards: a power of two well above the core count.
-pub const SHARDS: usize = 64;
-
-#[derive(Default)]
-struct Shard {
-    states: HashMap<CounterKey, RateLimitState>,
-    /// The size at which the next sweep runs.
-    sweep_at: usize,
-}
-
-impl Shard {
-    /// Makes room for one more subject at `now`, if it can; says whether it did.
-    ///
-    /// Only client addresses are forgotten to make room, and only those that are not
-    /// restricted (see [`RateLimitState::is_restricted`]), the one whose windows end first:
-    /// forgetting a suspended or limited subject would hand it fresh quotas, and a flood of
-    /// new addresses could buy that for any key. Keys are never forgotten before their
-    /// windows end: they are as many as the keys issued, which clients cannot multiply, so
-    /// a key is kept even in a full shard. A new address in a shard full of keys and
-    /// restricted addresses gets no room.
-    fn make_room(&mut self, now: u64, capacity: usize, for_key: bool) -> bool {
-        if self.states.len() >= self.sweep_at.max(64) {
-            self.states.retain(|_, state| state.relevant_until() > now);
-            self.sweep_at = self.states.len() * 2;
-        }
-        if self.states.len() < capacity {
-            return true;
-        }
-        let evictable = self
-            .states
-            .iter()
-            .filter(|(key, state)| !key.is_key() && !state.is_restricted(now))
-            .min_by_key(|(_, state)| state.relevant_until())
-            .map(|(key, _)| *key);
-        match evictable {
-            Some(key) => {
-                self.states.remove(&key);
-                true
-            }
-            None => for_key,
-        }
-    }
-}
-
-impl MemoryRateLimiter {
-    /// A limiter applying `policy` on `clock`, keeping at most about `capacity` subjects.
-    pub fn new(policy: RateLimitPolicy, capacity: u64, clock: Arc<dyn Clock>) -> Self {
-        let capacity = usize::try_from(capacity).unwrap_or(usize::MAX);
-        Self {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            hasher: RandomState::new(),
-            shard_capacity: capacity.div_ceil(SHARDS).max(1),
-            policy,
-            clock,
-        }
-    }
-
-    fn shard(&self, key: CounterKey) -> std::sync::MutexGuard<'_, Shard> {
-        #[allow(clippy::cast_possible_truncation, reason = "only the low bits pick a shard")]
-        let index = self.hasher.hash_one(key) as usize % SHARDS;
-        self.shards[index].lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// How many subjects are kept.
-    pub fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).states.len())
-            .sum()
-    }
-
-    /// Whether no subject is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-#[async_trait]
-impl RateLimiter for MemoryRateLimiter {
-    async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
-        let key = CounterKey::of(subject);
-        let now = unix_seconds(self.clock.now());
-        let mut shard = self.shard(key);
-        let suspendable = matches!(subject, Subject::Key(_));
-        if !shard.states.contains_key(&key)
-            && !shard.make_room(now, self.shard_capacity, suspendable)
-        {
-            // Full of subjects that must not be forgotten: a new address is refused.
-            return RateLimitState::spent(quota, now).check(quota, &self.policy, false, now);
-        }
-        shard.states.entry(key).or_default().check(quota, &self.policy, suspendable, now)
-    }
-
-    async fn peek(&self, subject: &Subject, quota: Quota) -> Decision {
-        let key = CounterKey::of(subject);
-        let now = unix_seconds(self.clock.now());
-        let state = self.shard(key).states.get(&key).copied().unwrap_or_default();
-        state.peek(quota, &self.policy, matches!(subject, Subject::Key(_)), now)
-    }
-
-    async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack) {
-        if !taken.is_admitted() {
-            return;
-        }
-        let key = CounterKey::of(subject);
-        if let Some(state) = self.shard(key).states.get_mut(&key) {
-            state.give_back(taken.at, windows);
-        }
-    }
-
-    fn policy(&self) -> RateLimitPolicy {
-        self.policy
-    }
-
-    fn subjects(&self) -> Option<u64> {
-        Some(self.len() as u64)
     }
 }

@@ -109,7 +109,8 @@ impl Fault for SqliteCommitFails {
 #[tokio::test]
 async fn sqlite_writes_survive_a_full_database() {
     let file = SqliteFile::new();
-    let options = DatabaseOptions { sqlite_max_pages: Some(MAX_PAGES), ..DatabaseOptions::default() };
+    let options =
+        DatabaseOptions { sqlite_max_pages: Some(MAX_PAGES), ..DatabaseOptions::default() };
     let db = Database::connect_with(&file.url, options).await.expect("open SQLite");
     db.migrate().await.expect("migrate");
     let fault = SqliteFull { admin: admin(&file.url).await };

@@ -119,6 +119,7 @@ fn mean(runs: &[Figures]) -> Figures {
         requests_per_second: runs.iter().map(|f| f.requests_per_second).sum::<f64>() / n,
         p50_ms: runs.iter().map(|f| f.p50_ms).sum::<f64>() / n,
         p99_ms: runs.iter().map(|f| f.p99_ms).sum::<f64>() / n,
+        cpu_us: runs.iter().map(|f| f.cpu_us).sum::<f64>() / n,
     }
 }
 

@@ -64,6 +64,8 @@ pub struct Row {
     pub ratio: f64,
     /// The lowest and the highest of those ratios.
     pub spread: (f64, f64),
+    /// The median of the rounds' ratios of the server's CPU a request to the ceiling's.
+    pub cpu_ratio: f64,
     /// The ratio of one more round, wrk on two threads.
     pub two_threads: f64,
     /// The budgets the row misses (`budgets.rs`).
@@ -74,6 +76,8 @@ pub struct Row {
     /// createPet with one endpoint only: the deliveries a second its server then made to the
     /// local receiver, with no request beside them.
     pub delivered: Option<f64>,
+    /// The server's anonymous resident memory after the scenario (`RssAnon`: the pages of
+    /// the database file it maps are the kernel's cache, not the service's).
     pub rss_mib: f64,
 }
 
@@ -171,7 +175,7 @@ fn load(bins: &Bins, dir: &Path, (seconds, rounds): (u32, u32)) -> Result<Vec<Ro
         .collect::<Result<_>>()?;
     let ceiling_port = crate::system::free_port()?;
     let ceiling_address = format!("127.0.0.1:{ceiling_port}");
-    let _ceiling = Process(
+    let ceiling_process = Process(
         Command::new(&bins.ceiling)
             .args([ceiling_address.as_str(), CEILING_KEY])
             .stdout(Stdio::null())
@@ -181,6 +185,7 @@ fn load(bins: &Bins, dir: &Path, (seconds, rounds): (u32, u32)) -> Result<Vec<Ro
     let ceiling = Target {
         base: format!("http://{ceiling_address}"),
         auth: format!("Authorization: Bearer {CEILING_KEY}"),
+        pid: ceiling_process.0.id(),
     };
     crate::system::wait_for_port(ceiling_port, Duration::from_secs(30))?;
 
@@ -218,6 +223,8 @@ type DatabaseUrl<'a> = Box<dyn Fn(u64) -> String + 'a>;
 struct Target {
     base: String,
     auth: String,
+    /// The server's process.
+    pid: u32,
 }
 
 /// A server on a seeded database of one size.
@@ -272,7 +279,7 @@ fn start_instance(
     let base = wait_until_ready(&ready)?;
     let registered = call(&base, &key, reqwest::Method::POST, "/v1/webhook_endpoints", receiver)?;
     let endpoint = format!("/v1/webhook_endpoints/{}", registered["id"]);
-    let service = Target { base, auth: format!("Authorization: Bearer {key}") };
+    let service = Target { base, auth: format!("Authorization: Bearer {key}"), pid: server.0.id() };
     let instance = Instance {
         pets,
         scripts: wrk::Scripts::write(&own, pets, &key)?,
@@ -326,14 +333,14 @@ fn call(
     })
 }
 
-/// The resident memory of process `pid`, in MiB.
+/// The anonymous resident memory of process `pid` (`RssAnon`), in MiB.
 fn resident_mib(pid: u32) -> Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let kib: f64 = status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix("RssAnon:"))
         .and_then(|rest| rest.split_whitespace().next())
-        .context("no VmRSS")?
+        .context("no RssAnon")?
         .parse()?;
     Ok(kib / 1024.0)
 }

@@ -44,7 +44,7 @@ pub fn write(root: &Path, rows: &[Row], (seconds, rounds): (u32, u32)) -> Result
 
 fn table(rows: &[Row]) -> String {
     let mut table = String::from(
-        "| database | pets | scenario | requests/s | of the ceiling | its rounds | wrk on 2 threads | p50 | p99 | server RSS | budgets |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| database | pets | scenario | requests/s | of the ceiling | its rounds | CPU a request | of the ceiling's | wrk on 2 threads | p50 | p99 | server RssAnon | guards |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for row in rows {
         let budgets = if row.missed.is_empty() {
@@ -54,7 +54,7 @@ fn table(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2}–{:.2} | {:.2} | {:.2} ms | {:.2} ms | {:.1} MiB | {budgets} |",
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2}–{:.2} | {:.1} µs | {:.2}× | {:.2} | {:.2} ms | {:.2} ms | {:.1} MiB | {budgets} |",
             row.backend,
             row.pets,
             row.scenario,
@@ -62,6 +62,8 @@ fn table(rows: &[Row]) -> String {
             row.ratio,
             row.spread.0,
             row.spread.1,
+            row.service.cpu_us,
+            row.cpu_ratio,
             row.two_threads,
             row.service.p50_ms,
             row.service.p99_ms,

@@ -108,24 +108,22 @@ pub(super) fn configuration(
         cmd::header(&format!("{backend}: {name}"));
         // Per instance, each round's figures and its ratio to that round's ceiling (and, for
         // keyed createPet, to the adds without a key run beside it).
-        let mut runs: Vec<Vec<(wrk::Figures, f64, Option<Paired>)>> =
-            instances.iter().map(|_| Vec::new()).collect();
+        let mut runs: Vec<Vec<Round>> = instances.iter().map(|_| Vec::new()).collect();
         let (seconds, rounds) =
             if name == KEYED_CREATE { keyed_rounds(seconds, rounds) } else { (seconds, rounds) };
         for round in 0..rounds {
-            let top = wrk::measure_with(
-                Threads::One,
-                &format!("{}{LIST}", ceiling.base),
-                &ceiling.auth,
-                None,
-                seconds,
-            )?;
+            let top = wrk::on_server(ceiling.pid, seconds, || {
+                let url = format!("{}{LIST}", ceiling.base);
+                wrk::measure_with(Threads::One, &url, &ceiling.auth, None, seconds)
+            })?;
             for (instance, runs) in instances.iter().zip(&mut runs) {
                 let service = &instance.service;
                 let run = |name: &str| {
                     let (path, script) = scenario(name, instance);
                     let url = format!("{}{path}", service.base);
-                    wrk::measure_with(Threads::One, &url, &service.auth, script, seconds)
+                    wrk::on_server(service.pid, seconds, || {
+                        wrk::measure_with(Threads::One, &url, &service.auth, script, seconds)
+                    })
                 };
                 let (figures, beside) = if name == KEYED_CREATE {
                     let (figures, plain, built) = keyed_round(round, &run)?;
@@ -144,7 +142,8 @@ pub(super) fn configuration(
                     built: over(built),
                     rounds: 1,
                 });
-                runs.push((figures, ratio, paired));
+                let cpu_ratio = figures.cpu_us / top.cpu_us;
+                runs.push(Round { figures, ratio, paired, cpu_ratio });
             }
         }
         let (two_threads, delivered): (Vec<f64>, Vec<Option<f64>>) =
@@ -152,48 +151,71 @@ pub(super) fn configuration(
         for (((instance, runs), two_threads), delivered) in
             instances.iter().zip(&runs).zip(two_threads).zip(delivered)
         {
-            let ratios: Vec<f64> = runs.iter().map(|(_, ratio, _)| *ratio).collect();
-            let spread = (
-                ratios.iter().copied().fold(f64::INFINITY, f64::min),
-                ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            );
-            let figures = wrk::Figures {
-                requests_per_second: median(runs.iter().map(|(f, ..)| f.requests_per_second)),
-                p50_ms: median(runs.iter().map(|(f, ..)| f.p50_ms)),
-                p99_ms: median(runs.iter().map(|(f, ..)| f.p99_ms)),
-            };
-            let ratio = median(runs.iter().map(|(_, ratio, _)| *ratio));
-            let paired =
-                runs.iter().map(|(.., paired)| *paired).collect::<Option<Vec<_>>>().map(|paired| {
-                    Paired {
-                        plain: median(paired.iter().map(|p| p.plain)),
-                        built: median(paired.iter().map(|p| p.built)),
-                        rounds: paired.len(),
-                    }
-                });
-            let rss_mib = resident_mib(instance.server.0.id())?;
-            println!(
-                "{} pets: {:.0} req/s ({ratio:.2} of the ceiling), p50 {:.2} ms, p99 {:.2} ms, RSS {rss_mib:.1} MiB",
-                instance.pets, figures.requests_per_second, figures.p50_ms, figures.p99_ms
-            );
-            rows.push(Row {
-                backend,
-                pets: instance.pets,
-                scenario: name,
-                service: figures,
-                ratio,
-                spread,
-                two_threads,
-                missed: Vec::new(),
-                paired,
-                delivered,
-                rss_mib,
-            });
+            rows.push(row_of(backend, name, instance, runs, (two_threads, delivered))?);
         }
     }
     // The table lists one size after the other.
     rows.sort_by_key(|row| sizes.iter().position(|&pets| pets == row.pets));
     Ok(rows)
+}
+
+/// One round of a scenario on one instance: its figures, its ratio to the ceiling's rate
+/// and CPU a request, and for the paired scenarios its ratios to the runs beside it.
+struct Round {
+    figures: wrk::Figures,
+    ratio: f64,
+    paired: Option<Paired>,
+    cpu_ratio: f64,
+}
+
+/// The row of `name` on `instance`: the medians of its `runs`, beside the round with wrk on
+/// two threads and, for createPet with one endpoint, the deliveries a second.
+fn row_of(
+    backend: &'static str,
+    name: &'static str,
+    instance: &Instance,
+    runs: &[Round],
+    (two_threads, delivered): (f64, Option<f64>),
+) -> Result<Row> {
+    let ratios: Vec<f64> = runs.iter().map(|round| round.ratio).collect();
+    let spread = (
+        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+        ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let figures = wrk::Figures {
+        requests_per_second: median(runs.iter().map(|r| r.figures.requests_per_second)),
+        p50_ms: median(runs.iter().map(|r| r.figures.p50_ms)),
+        p99_ms: median(runs.iter().map(|r| r.figures.p99_ms)),
+        cpu_us: median(runs.iter().map(|r| r.figures.cpu_us)),
+    };
+    let ratio = median(ratios.iter().copied());
+    let cpu_ratio = median(runs.iter().map(|round| round.cpu_ratio));
+    let paired =
+        runs.iter().map(|round| round.paired).collect::<Option<Vec<_>>>().map(|paired| Paired {
+            plain: median(paired.iter().map(|p| p.plain)),
+            built: median(paired.iter().map(|p| p.built)),
+            rounds: paired.len(),
+        });
+    let rss_mib = resident_mib(instance.server.0.id())?;
+    println!(
+        "{} pets: {:.0} req/s ({ratio:.2} of the ceiling), {:.1} µs of CPU a request \
+         ({cpu_ratio:.2}× the ceiling's), p50 {:.2} ms, p99 {:.2} ms, RssAnon {rss_mib:.1} MiB",
+        instance.pets, figures.requests_per_second, figures.cpu_us, figures.p50_ms, figures.p99_ms
+    );
+    Ok(Row {
+        backend,
+        pets: instance.pets,
+        scenario: name,
+        service: figures,
+        ratio,
+        spread,
+        cpu_ratio,
+        two_threads,
+        missed: Vec::new(),
+        paired,
+        delivered,
+        rss_mib,
+    })
 }
 
 /// How long each run of keyed createPet lasts, and how many rounds it runs, when the other

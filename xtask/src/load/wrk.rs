@@ -13,6 +13,40 @@ pub struct Figures {
     pub requests_per_second: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The server's CPU a request, in microseconds (see [`on_server`]); 0 when not measured.
+    pub cpu_us: f64,
+}
+
+/// Runs `measure`, a run of wrk for `seconds` against the server whose process is `pid`,
+/// and adds to its figures the server's CPU a request: its user and system time over the
+/// run, read from `/proc`, over the requests it answered. Two shared cores move the rates
+/// from one run to the next; the CPU a request moves least.
+pub fn on_server(
+    pid: u32,
+    seconds: u32,
+    measure: impl FnOnce() -> Result<Figures>,
+) -> Result<Figures> {
+    let before = cpu_seconds(pid)?;
+    let mut figures = measure()?;
+    let spent = cpu_seconds(pid)? - before;
+    let requests = figures.requests_per_second * f64::from(seconds);
+    figures.cpu_us = if requests > 0.0 { spent * 1e6 / requests } else { 0.0 };
+    Ok(figures)
+}
+
+/// The user and system time process `pid` has spent, in seconds: fields 14 and 15 of
+/// `/proc/PID/stat`, in clock ticks of 1/100 s (Linux's `USER_HZ` on every architecture it
+/// runs on here).
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name, in parentheses, may hold spaces: count the fields after it.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').context("a stat line")?.1.split_whitespace().collect();
+    let ticks = |n: usize| -> Result<f64> {
+        Ok(fields.get(n).context("a short stat line")?.parse::<f64>()?)
+    };
+    // Fields 14 and 15 of the line are the 12th and 13th after the name (field 2).
+    Ok((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 /// How many threads wrk runs: one for the figures the budgets judge, so that wrk and the
@@ -68,6 +102,7 @@ impl Figures {
             bail!("some answers were not 2xx");
         }
         Ok(Self {
+            cpu_us: 0.0,
             requests_per_second: field("Requests/sec:")?
                 .parse()
                 .context("Requests/sec is not a number")?,

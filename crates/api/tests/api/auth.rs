@@ -9,7 +9,7 @@ use animal_store_domain::{
     RepositoryError,
 };
 use animal_store_infra::{
-    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, MemoryRateLimiter,
+    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, MokaRateLimiter,
 };
 use async_trait::async_trait;
 use poem::Endpoint;
@@ -178,11 +178,7 @@ async fn an_unreachable_key_store_is_503() {
         events: crate::helpers::unused_events(clock.clone()),
         webhooks: crate::helpers::unused_webhooks(clock.clone()),
         keys,
-        limiter: Arc::new(MemoryRateLimiter::new(
-            RateLimitPolicy::default(),
-            10_000,
-            clock.clone(),
-        )),
+        limiter: Arc::new(MokaRateLimiter::new(RateLimitPolicy::default(), 10_000, clock.clone())),
         clock,
         config: Arc::new(ApiConfig::default()),
         readiness: Arc::default(),

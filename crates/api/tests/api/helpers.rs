@@ -8,7 +8,7 @@ use animal_store_domain::{
     Environment, KeyService, OrderService, Pet, PetRepository, PetService, Plan, RateLimitPolicy,
 };
 use animal_store_infra::{
-    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, MemoryRateLimiter,
+    ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, MokaRateLimiter,
 };
 use poem::Response;
 use poem::http::{Method, StatusCode};
@@ -82,7 +82,7 @@ impl Harness {
             webhooks: unused_webhooks(Arc::new(clock.clone())),
             keys: keys.clone(),
             clock: Arc::new(clock.clone()),
-            limiter: Arc::new(MemoryRateLimiter::new(
+            limiter: Arc::new(MokaRateLimiter::new(
                 RateLimitPolicy::default(),
                 10_000,
                 Arc::new(clock.clone()),

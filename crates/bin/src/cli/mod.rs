@@ -198,10 +198,10 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_IPV6_PREFIX", default_value_t = 64, value_parser = clap::value_parser!(u8).range(1..=128))]
     pub ipv6_prefix: u8,
 
-    /// Where request counters are kept: `memory` (compact sharded maps) or `moka` (a moka
-    /// cache, about three times the memory per subject; see docs/benchmarks.md), in this
-    /// process; or `redis`, shared by every instance that names the same `--redis-url`.
-    #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", value_enum, default_value_t = RateLimiterKind::Memory)]
+    /// Where request counters are kept: `moka` (moka caches in this process; `memory` is
+    /// another name for it), or `redis`, shared by every instance that names the same
+    /// `--redis-url`.
+    #[arg(long, env = "ANIMAL_STORE_RATE_LIMITER", value_enum, default_value_t = RateLimiterKind::Moka)]
     pub rate_limiter: RateLimiterKind,
 
     /// The Redis server of `--rate-limiter redis`: `redis://[:PASSWORD@]HOST:PORT[/DB]`.
@@ -316,9 +316,8 @@ pub enum LogFormat {
 /// Where the rate-limit counters are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RateLimiterKind {
-    /// Compact sharded maps in this process.
-    Memory,
-    /// A moka cache in this process.
+    /// moka caches in this process.
+    #[value(alias = "memory")]
     Moka,
     /// Redis, shared by several instances.
     Redis,

@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use thiserror::Error;
 
-use crate::MemoryRateLimiter;
+use crate::MokaRateLimiter;
 
 mod script;
 
@@ -103,7 +103,7 @@ pub struct RedisRateLimiter {
     script: redis::Script,
     policy: RateLimitPolicy,
     options: RedisLimiterOptions,
-    local: MemoryRateLimiter,
+    local: MokaRateLimiter,
     /// The clock that passes the time: Redis's own unless a test sets one.
     time: Time,
     /// Until when (milliseconds since `started`) Redis is left alone; 0 when it answers.
@@ -189,7 +189,7 @@ impl RedisRateLimiter {
             .set_max_delay(RETRY_AFTER_FAILURE);
         let connection = ConnectionManager::new_lazy_with_config(client, config)
             .map_err(RedisLimiterError::Url)?;
-        let local = MemoryRateLimiter::new(policy, options.local_capacity, time.clock().clone());
+        let local = MokaRateLimiter::new(policy, options.local_capacity, time.clock().clone());
         Ok(Self {
             connection,
             script: script::script(),

@@ -26,6 +26,27 @@ pub(super) const SQLITE_READER_CACHE_KIB: u32 = 512;
 /// lookup: with sqlx's default of 100, they evicted one another and were prepared again.
 const SQLITE_STATEMENT_CACHE: usize = 512;
 
+/// The reader pool's connections.
+const READERS: u32 = 4;
+
+/// Opens every connection of an SQLite reader pool now, on the caller's thread, one after
+/// the other: each runs its statements on a thread that sqlx-sqlite starts when it opens
+/// it, which takes the priority of the thread that opened it. Opened later, a connection
+/// might be opened by the webhook deliveries' thread, whose priority is lowered, and serve
+/// the requests' reads at that priority. The connections are never closed for age or
+/// idleness (see [`Connector::open`]).
+async fn open_every_sqlite_reader(readers: &DatabaseConnection) -> Result<(), DbErr> {
+    let pool = readers.get_sqlite_connection_pool();
+    let mut held = Vec::new();
+    for _ in 0..READERS {
+        let connection = pool.acquire().await;
+        held.push(
+            connection.map_err(|err| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err))))?,
+        );
+    }
+    Ok(())
+}
+
 /// Creates `path` empty and readable by its owner only (0600), failing if it exists.
 pub(super) fn owner_only_file(path: &std::path::Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
@@ -101,7 +122,11 @@ impl Connector {
         if self.backend == Backend::Postgres {
             self.try_connect().await?;
         }
-        self.open(4, false).await
+        let readers = self.open(READERS, false).await?;
+        if self.backend == Backend::Sqlite {
+            open_every_sqlite_reader(&readers).await?;
+        }
+        Ok(readers)
     }
 
     /// One plain connection, opened and closed: the pool retries a failed connection until
@@ -154,6 +179,14 @@ impl Connector {
         }
         let mut options = ConnectOptions::new(&self.url);
         options.max_connections(connections).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
+        // sqlx pings a connection each time it hands it out. A local file's connections
+        // never go stale, and the ping doubled the cost of an SQLite read. A PostgreSQL
+        // server's are pinged: a connection a restart, a failover or an administrator ended
+        // is replaced before a statement fails on it, and a server that cannot be reached
+        // is found at once (see `reachability.rs`).
+        if self.backend == Backend::Sqlite {
+            options.test_before_acquire(false);
+        }
         if writer {
             options.min_connections(0).connect_lazy(true).idle_timeout(None).max_lifetime(None);
         }
@@ -201,7 +234,8 @@ mod tests {
     async fn the_writers_connection_is_tuned() {
         let dir = tempfile::tempdir().expect("a directory");
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let options = DatabaseOptions { sqlite_max_pages: Some(5_000), ..DatabaseOptions::default() };
+        let options =
+            DatabaseOptions { sqlite_max_pages: Some(5_000), ..DatabaseOptions::default() };
         let connector = Connector::new(&url, options).expect("a connector");
         let writer = connector.open_writer().await.expect("the writer's connection");
         let mut read = Vec::new();

@@ -136,10 +136,11 @@ impl Database {
         let connector = Connector::new(url, options)?;
         let readers = connector.open_readers().await.map_err(DatabaseError::Connect)?;
         let commits = Arc::new(Commits::default());
-        let cache = (connector.backend == Backend::Sqlite && options.read_cache_mib > 0).then(|| {
-            let bytes = u64::from(options.read_cache_mib) * 1024 * 1024;
-            Arc::new(ReadCache::new(bytes, Arc::clone(&commits)))
-        });
+        let cache =
+            (connector.backend == Backend::Sqlite && options.read_cache_mib > 0).then(|| {
+                let bytes = u64::from(options.read_cache_mib) * 1024 * 1024;
+                Arc::new(ReadCache::new(bytes, Arc::clone(&commits)))
+            });
         let reachability = Reachability::new(readers.clone());
         let (stop_writer, stop) = oneshot::channel();
         let (writer, writer_thread) =

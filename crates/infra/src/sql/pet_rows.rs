@@ -58,7 +58,10 @@ pub(super) async fn sqlite_insert_many(
     let done = txn.execute_raw(insert.build(DbBackend::Sqlite)).await?;
     let inserted = done.rows_affected();
     if inserted != u64::try_from(pets.len()).unwrap_or(u64::MAX) {
-        return Err(DbErr::Custom(format!("inserting {} pets reported {inserted} rows", pets.len())));
+        return Err(DbErr::Custom(format!(
+            "inserting {} pets reported {inserted} rows",
+            pets.len()
+        )));
     }
     let last = i64::try_from(done.last_insert_id())
         .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?;

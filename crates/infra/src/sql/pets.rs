@@ -14,8 +14,8 @@ use animal_store_domain::{NewPet, Pet, PetId, PetRepository, PetStatus, Reposito
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
-    FromQueryResult, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, FromQueryResult,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement,
 };
 
 use super::entity::pet;
@@ -106,7 +106,9 @@ impl SeaOrmPetRepository {
         let rows = self.reads.run(self.readers.query_all_raw(statement)).await?;
         let pets = rows
             .iter()
-            .map(|row| pet::Model::from_query_result(row, "").map_err(super::failure::repository_error))
+            .map(|row| {
+                pet::Model::from_query_result(row, "").map_err(super::failure::repository_error)
+            })
             .map(|row| row.and_then(to_pet))
             .collect::<Result<Vec<_>, _>>()?;
         if let (Some(cache), Some(ticket)) = (&self.cache, ticket) {
@@ -172,7 +174,11 @@ mod tests {
             PetRead::Page { status: None, after: None, count: 20 },
             PetRead::Page { status, after: None, count: 21 },
             PetRead::Page { status: None, after: Some(PetId::new(7)), count: 101 },
-            PetRead::Page { status: Some(PetStatus::Pending), after: Some(PetId::new(9)), count: 3 },
+            PetRead::Page {
+                status: Some(PetStatus::Pending),
+                after: Some(PetId::new(9)),
+                count: 3,
+            },
         ];
         for read in reads {
             // With the id written in too, the SQL reads as SeaORM's with every value
@@ -182,7 +188,9 @@ mod tests {
             let values = statement.values.map(|values| values.0).unwrap_or_default();
             assert!(values.len() <= 1, "{read:?}");
             let bound = match values.first() {
-                Some(sea_orm::Value::BigInt(Some(id))) => statement.sql.replace("$1", &id.to_string()),
+                Some(sea_orm::Value::BigInt(Some(id))) => {
+                    statement.sql.replace("$1", &id.to_string())
+                }
                 Some(other) => panic!("{read:?} binds {other:?}"),
                 None => statement.sql,
             };

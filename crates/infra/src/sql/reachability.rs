@@ -71,8 +71,7 @@ impl Reachability {
 impl Reachability {
     /// Whether `err` is a wait for a pooled connection that timed out while every
     /// connection of a full pool was busy: overload, which refusing every request at once
-    /// would turn into an outage, not a database that cannot be reached. (PostgreSQL's pet
-    /// reads share their connections and never wait for one.)
+    /// would turn into an outage, not a database that cannot be reached.
     fn overloaded(&self, err: &DbErr) -> bool {
         use sea_orm::sqlx::Error;
         let pool_timeout = match err {

@@ -107,7 +107,8 @@ impl ReadCache {
 /// What an answer weighs: its pets, their names, and the entry's own bookkeeping.
 fn weight(pets: &[Pet]) -> u32 {
     const ENTRY: usize = 128;
-    let bytes = ENTRY + pets.iter().map(|pet| size_of::<Pet>() + pet.name.as_str().len()).sum::<usize>();
+    let bytes =
+        ENTRY + pets.iter().map(|pet| size_of::<Pet>() + pet.name.as_str().len()).sum::<usize>();
     u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 

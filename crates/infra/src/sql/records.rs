@@ -13,8 +13,7 @@ use sea_orm::sea_query::{
     CommonTableExpression, Expr, ExprTrait as _, InsertStatement, OnConflict, Query, WithClause,
 };
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait,
-    QueryFilter,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
 };
 
 use super::entity::idempotency_key as record;
