@@ -1,6 +1,6 @@
-//! PostgreSQL's pet reads, on connections pooled without a round trip per checkout: a
-//! connection the server terminated does not fail the next read, and a read abandoned
-//! mid-query does not leave its connection to the next one.
+//! PostgreSQL's pet reads, on the reader pool: a connection the server terminated does not
+//! fail the next read (the pool pings a connection before it hands it out), and a read
+//! abandoned mid-query does not leave its connection to the next one.
 
 use std::time::Duration;
 
