@@ -14,8 +14,8 @@ use animal_store_domain::{NewPet, Pet, PetId, PetRepository, PetStatus, Reposito
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, FromQueryResult,
-    QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement,
+    ColumnTrait, DatabaseConnection, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    QueryTrait, Statement,
 };
 
 use super::entity::pet;
@@ -54,19 +54,15 @@ impl PetRead {
         if backend != DbBackend::Postgres {
             return self.select().build(backend);
         }
-        let (query, id) = match self {
-            Self::One(id) => (pet::Entity::find_by_id(id.get()), Some(id)),
-            Self::Page { status, after, .. } => {
+        let (query, id, count) = match self {
+            Self::One(id) => (pet::Entity::find_by_id(id.get()), Some(id), 1),
+            Self::Page { status, after, count } => {
                 let status = status.map(|status| {
                     let column = Expr::col((pet::Entity, pet::Column::Status));
                     ExprTrait::eq(column, Expr::Constant(status.as_str().into()))
                 });
-                (filtered(status, after), after)
+                (filtered(status, after), after, count)
             }
-        };
-        let count = match self {
-            Self::One(_) => 1,
-            Self::Page { count, .. } => count,
         };
         let sql = format!("{} LIMIT {count}", query.build(backend).sql);
         Statement::from_sql_and_values(backend, sql, id.map(|id| id.get().into()))
@@ -103,14 +99,9 @@ impl SeaOrmPetRepository {
             None => None,
         };
         let statement = read.statement(self.readers.get_database_backend());
-        let rows = self.reads.run(self.readers.query_all_raw(statement)).await?;
-        let pets = rows
-            .iter()
-            .map(|row| {
-                pet::Model::from_query_result(row, "").map_err(super::failure::repository_error)
-            })
-            .map(|row| row.and_then(to_pet))
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows = pet::Entity::find().from_raw_sql(statement).all(&self.readers);
+        let pets =
+            self.reads.run(rows).await?.into_iter().map(to_pet).collect::<Result<Vec<_>, _>>()?;
         if let (Some(cache), Some(ticket)) = (&self.cache, ticket) {
             cache.keep(&ticket, &pets);
         }
