@@ -18,8 +18,8 @@ const LONG_TARGET: usize = 60_000;
 const LONG_FIELD: usize = 15_000;
 /// The most one request may add to the log, and the largest answer.
 const BOUND: usize = 4 * 1024;
-/// Time for a runtime thread's kept log lines to reach stderr: the service writes them
-/// within 0.1 s, and the harness reads them from the pipe.
+/// Time for the log's queued lines to reach stderr (its writer thread writes them as they
+/// come) and for the harness to read them from the pipe.
 const LINES_WRITTEN: Duration = Duration::from_millis(300);
 
 /// One request, as raw bytes: hyper's client would refuse some of these heads.
@@ -112,9 +112,8 @@ fn a_huge_value_in_any_field_adds_little_to_the_log_and_the_answer() {
         let shown = String::from_utf8_lossy(&answer[..answer.len().min(600)]).into_owned();
         assert_eq!(status(&answer), *expected, "{field}: {shown}");
         assert!(answer.len() < BOUND, "{field}: an answer of {} bytes: {shown}", answer.len());
-        // The next request's line, and then the time in which every thread's lines reach
-        // stderr (`docs/operations.md#logs`: 0.1 s), so that every line of this one is in
-        // and none is left for the next case.
+        // The next request's line, and then time for the lines queued before it to reach
+        // stderr, so that every line of this one is in and none is left for the next case.
         let marker = format!("marker-{i}");
         let next = request("GET", "/v1/pets?limit=1", &[auth, ("X-Request-Id", &marker)], "");
         assert_eq!(status(&exchange(&server, &next)), 200);

@@ -130,7 +130,7 @@ fn repository_path(code: &str) -> Option<&str> {
 }
 
 /// Where the migrations are, one file each.
-const MIGRATIONS: &str = "crates/infra/src/sql/migration";
+const MIGRATIONS: &str = "crates/infra/src/sql/schema/migration";
 
 /// What, in a migration's `up`, removes or renames something the binary before it reads.
 const CONTRACTING: [&str; 8] = [

@@ -51,8 +51,6 @@ use poem::endpoint::make_sync;
 use poem::http::{HeaderValue, Method, header};
 use poem::{EndpointExt, Response, Route, get};
 
-use middleware::Stack as _;
-
 pub use openapi::API_VERSION;
 pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL, Services};
 
@@ -129,12 +127,11 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .filter_map(|(name, value)| Some((name, value?)))
         .collect(),
     ));
-    let drops = Arc::new(middleware::AnswerDrops::new(state.config.drop_answer_every));
 
-    // The layers, innermost first: the order is written here only. Each layer calls the
-    // ones inside through `respond`, which turns an error raised there (routing, extraction)
-    // into the Error body, so that no response escapes without the headers of the layers
-    // outside.
+    // The layers, innermost first: the order is written here only. Each is poem's `around`,
+    // boxed, so that no layer's type holds those inside it. Each layer calls the ones inside
+    // through `respond`, which turns an error raised there (routing, extraction) into the
+    // Error body, so that no response escapes without the headers of the layers outside.
     let route = Route::new()
         .at(probes::PATHS[0], get(operators::livez))
         .at(probes::PATHS[1], get(operators::readyz))
@@ -143,57 +140,67 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .at("/v1/docs", get(make_sync(move |req| docs.respond(&req))));
     openapi::routes()
         .fold(route, |route, (path, methods)| route.at(path, methods))
-        .boxed()
-        .stack()
         // The query's pairs, which the operations' query parameters read.
-        .prepare(openapi::read_query)
+        .before(|mut req| async move {
+            openapi::read_query(&mut req);
+            Ok(req)
+        })
+        .boxed()
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
-        .layer(middleware::idempotency_keys)
-        // Only with `drop-answer-every`: outside the hold, so that a replay is told from a stored write.
-        .with_if(drops.is_enabled(), middleware::drop_answers(drops))
+        .around(middleware::idempotency_keys)
+        .boxed()
         // Chooses the answer's coding and tags a read's representation; outside the hold, so
         // that a replay is encoded for the retry that asked; inside the guard, which gives a
         // 304's slot back to the day's quota.
-        .layer(middleware::representations)
+        .around(middleware::representations)
+        .boxed()
         // Reads at most 16 KiB of a body before anything parses it.
-        .layer(middleware::body_limit)
+        .around(middleware::body_limit)
+        .boxed()
         // 404 and 405 from the route table, with `Allow`, before poem's router.
-        .layer(middleware::allow_header)
+        .around(middleware::allow_header)
+        .boxed()
         // A panicking handler becomes a 500 Error body that the layers outside still mark.
-        .layer(middleware::catch_panic)
+        .around(middleware::catch_panic)
+        .boxed()
         // Inside the guard, so that its 503 keeps the rate-limit headers.
-        .layer(middleware::request_timeout)
+        .around(middleware::request_timeout)
+        .boxed()
         // The key and the rate limits, outside the body limit: an over-limit request is
         // refused before its body is read.
-        .layer(middleware::guard)
+        .around(middleware::guard)
+        .boxed()
         // Outside the guard, so that a deprecated operation's 401s and 429s are marked too.
-        .layer(middleware::lifecycle_headers)
+        .around(middleware::lifecycle_headers)
+        .boxed()
         // Outside the others, so that the request's log line sees every response.
-        .layer(middleware::trace_request)
+        .around(middleware::trace_request)
+        .boxed()
         // On every response, errors included.
-        .layer(middleware::standard_headers)
+        .around(middleware::standard_headers)
+        .boxed()
         // Outermost but one: every response's status and duration is counted.
-        .layer(middleware::record_metrics)
+        .around(middleware::record_metrics)
+        .boxed()
         // Outermost: the route is looked up once, for every layer inside to read.
-        .layer(middleware::resolve_route)
+        .around(middleware::resolve_route)
         .data(Arc::new(routes))
         .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)
-        .into_endpoint()
+        .boxed()
 }
 
 #[cfg(test)]
 mod tests {
-    /// The layers as `app` stacks them, innermost first: `.layer(...)`, `.with_if(...)` and
-    /// `.data(...)` (once).
+    /// The layers as `app` stacks them, innermost first: `.around(...)` and `.data(...)`
+    /// (once).
     fn layers_of_app() -> Vec<String> {
         let source = include_str!("lib.rs");
         let start = source.find("pub fn app(").expect("app");
         let body = &source[start..start + source[start..].find("\n}\n").expect("its end")];
         let mut layers: Vec<String> = Vec::new();
         for line in body.lines().map(str::trim) {
-            let layered = line.strip_prefix(".layer(").or_else(|| line.strip_prefix(".with_if("));
-            let layer = if let Some(rest) = layered {
+            let layer = if let Some(rest) = line.strip_prefix(".around(") {
                 let name = rest.split("middleware::").nth(1).expect("a middleware layer");
                 name.split(|c: char| !c.is_alphanumeric() && c != '_').next().map(str::to_owned)
             } else if line.starts_with(".data(") {

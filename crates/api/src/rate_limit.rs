@@ -41,7 +41,7 @@ pub fn refusal(subject: &Subject, decision: &Decision) -> Option<ApiError> {
         Verdict::Admitted => return None,
         Verdict::Limited { retry_after } => {
             let binding = decision.binding();
-            let window = if binding.length == animal_store_domain::rate_limit::DAY {
+            let window = if binding.length == animal_store_domain::limits::model::DAY {
                 "day"
             } else {
                 "minute"

@@ -83,9 +83,6 @@ pub struct ApiConfig {
     /// Whether the experimental operations are served; when not, they answer 404 and the
     /// document leaves them out.
     pub experimental: bool,
-    /// For harnesses (`memory://?drop-answer-every=N`): every Nth write that stores
-    /// something is not answered, its connection closed instead; `None` for none.
-    pub drop_answer_every: Option<u64>,
 }
 
 impl Default for ApiConfig {
@@ -96,7 +93,6 @@ impl Default for ApiConfig {
             clients: ClientAddressing::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             experimental: true,
-            drop_answer_every: None,
         }
     }
 }

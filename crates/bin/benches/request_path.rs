@@ -31,8 +31,6 @@ fn requests(c: &mut Criterion) {
         .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
         .with_writer(std::io::sink)
         .with_ansi(false)
-        .fmt_fields(animal_store::logs::Fields)
-        .event_format(animal_store::logs::Line)
         .init();
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");

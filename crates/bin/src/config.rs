@@ -51,7 +51,7 @@ pub fn run(cli: &Cli, args: &ServeArgs, matches: &ArgMatches) -> ExitCode {
     match crate::serve::check(cli, args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {}", crate::one_line(&err));
+            eprintln!("error: {}", crate::failure::one_line(&err));
             ExitCode::from(2)
         }
     }

@@ -11,8 +11,8 @@ use animal_store_domain::{
 use animal_store_infra::SystemClock;
 use anyhow::{Context, anyhow};
 
-use crate::Failure;
 use crate::cli::{Cli, KeysCommand};
+use crate::failure::Failure;
 use crate::stores::{Schema, Stores};
 
 /// Runs a key command.

@@ -11,10 +11,10 @@
 
 mod cli;
 mod config;
-mod database_url;
 mod deliveries;
 mod descriptors;
 mod exporter;
+mod failure;
 mod fixtures;
 mod keys;
 pub mod logs;
@@ -31,14 +31,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use cli::{Cli, Command};
-
-/// How the process ends when a command fails.
-enum Failure {
-    /// The command could not start: exit code 2.
-    Startup(anyhow::Error),
-    /// The command started and then failed: exit code 1.
-    Runtime(anyhow::Error),
-}
+use failure::{Failure, fail};
 
 /// Runs the command the command line names, and says how the process ends.
 pub fn main() -> ExitCode {
@@ -50,12 +43,7 @@ pub fn main() -> ExitCode {
     // A panic (a bug) is logged like any other error, inside the span of the request that hit
     // it; the server goes on serving.
     std::panic::set_hook(Box::new(|panic| tracing::error!(%panic, "panic")));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .on_thread_park(logs::flush_thread)
-        .on_thread_stop(logs::flush_thread)
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return fail(&Failure::Startup(err.into())),
     };
@@ -63,8 +51,8 @@ pub fn main() -> ExitCode {
     // The work is done and the database closed: a task of a library that does not end
     // must not keep the process alive.
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
-    // Lines a runtime thread still kept, one the shutdown did not wait for.
-    logs::flush_all();
+    // The lines still queued for stderr.
+    logs::finish();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => fail(&failure),
@@ -162,30 +150,4 @@ async fn backup(cli: &Cli, path: &std::path::Path) -> Result<(), Failure> {
         eprintln!("backed up to {}", path.display());
     }
     result
-}
-
-fn fail(failure: &Failure) -> ExitCode {
-    let (err, code) = match failure {
-        Failure::Startup(err) => (err, 2),
-        Failure::Runtime(err) => (err, 1),
-    };
-    eprintln!("error: {}", one_line(err));
-    ExitCode::from(code)
-}
-
-/// An error and its causes on one line, never a backtrace: each cause once (drivers often
-/// repeat their source in their own message), and no password of any URL a cause quotes.
-fn one_line(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = animal_store_infra::redact::redact(&cause.to_string()).into_owned();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
 }

@@ -16,10 +16,11 @@ use crate::cli::{
     RateLimiterKind, ServeArgs,
 };
 use crate::exporter::PrometheusExporter;
+use crate::failure::Failure;
 use crate::fixtures::{DEMO_KEY, Fixtures};
 use crate::stores::{Schema, Stores};
 use crate::wiring::Wiring;
-use crate::{Failure, descriptors, ready_file};
+use crate::{descriptors, ready_file};
 
 fn api_config(document: &DocumentArgs) -> ApiConfig {
     ApiConfig {
@@ -132,7 +133,6 @@ async fn state(
                 ipv6_prefix: args.ipv6_prefix,
             },
             request_timeout: args.connections.request_timeout,
-            drop_answer_every: stores.drop_answer_every(),
             ..api_config(&args.document)
         })
         .state())
@@ -190,7 +190,8 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         let app = animal_store_api::app(state);
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
             .await
-            .with_context(|| format!("cannot listen on {}", args.bind))?;
+            .with_context(|| format!("cannot listen on {}", args.bind))?
+            .dropping_answers(stores.drop_answer_every());
         let address = server.local_addr().context("the listener has no address")?;
         if let Some(path) = &args.ready_file {
             ready_file::write(path, address, &keys)
@@ -363,7 +364,7 @@ impl Signals {
         tokio::spawn(async move {
             self.first().await;
             tracing::warn!("second signal: exiting at once, without finishing requests");
-            crate::logs::flush_all();
+            crate::logs::finish();
             std::process::exit(1);
         });
     }

@@ -11,8 +11,8 @@ use animal_store_domain::{
 use animal_store_infra::{DnsAddressCheck, SystemClock};
 use anyhow::{Context, anyhow};
 
-use crate::Failure;
 use crate::cli::{Cli, WebhooksCommand};
+use crate::failure::Failure;
 use crate::stores::{Schema, Stores};
 
 /// Runs a webhook command.

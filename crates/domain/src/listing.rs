@@ -3,7 +3,51 @@
 //! optionally only those that pass a filter; the store is asked for one item more than the
 //! page holds, so that whether a next page exists is known without a second query.
 
-use crate::pet::PageSize;
+use thiserror::Error;
+
+use crate::excerpt::excerpt;
+
+/// How many items one page of a listing holds: 1 to 100, 20 by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageSize(u8);
+
+/// Why an integer is not a valid [`PageSize`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("limit must be between {min} and {max}, got {0}", min = PageSize::MIN, max = PageSize::MAX)]
+pub struct PageSizeError(pub String);
+
+impl PageSize {
+    /// The smallest page.
+    pub const MIN: u8 = 1;
+    /// The largest page.
+    pub const MAX: u8 = 100;
+    /// The page size when the client gives none.
+    pub const DEFAULT: Self = Self(20);
+
+    /// Validates a page size.
+    ///
+    /// # Errors
+    ///
+    /// [`PageSizeError`] when `size` is outside `1..=100`.
+    pub fn new(size: i64) -> Result<Self, PageSizeError> {
+        u8::try_from(size)
+            .ok()
+            .filter(|l| (Self::MIN..=Self::MAX).contains(l))
+            .map(Self)
+            .ok_or_else(|| PageSizeError(excerpt(&size.to_string())))
+    }
+
+    /// The page size.
+    pub const fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl Default for PageSize {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
 
 /// What a listing asks for: the items that pass `filter` (when given) after the position
 /// `after` (when given), at most `size` of them, ordered by id ascending.
@@ -55,7 +99,27 @@ impl<F, P> Listing<F, P> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    #[test]
+    fn page_limit_rules() {
+        assert_eq!(PageSize::default().get(), 20);
+        assert_eq!(PageSize::new(1).map(PageSize::get), Ok(1));
+        assert_eq!(PageSize::new(100).map(PageSize::get), Ok(100));
+        assert_eq!(PageSize::new(0), Err(PageSizeError("0".into())));
+        assert_eq!(PageSize::new(101), Err(PageSizeError("101".into())));
+        assert_eq!(PageSize::new(-1), Err(PageSizeError("-1".into())));
+        assert_eq!(PageSize::new(356), Err(PageSizeError("356".into())));
+    }
+
+    proptest! {
+        #[test]
+        fn page_sizes_are_accepted_exactly_in_range(size in any::<i64>()) {
+            prop_assert_eq!(PageSize::new(size).is_ok(), (1..=100).contains(&size));
+        }
+    }
 
     fn listing(size: i64) -> Listing<(), i64> {
         Listing { filter: None, size: PageSize::new(size).expect("a size"), after: None }

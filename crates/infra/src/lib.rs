@@ -6,7 +6,7 @@
 //!   entities and migrations, and [`sql::Database`], which opens and tunes a connection.
 //! - [`memory`]: in-memory adapters for every port, for tests, demos and `memory://`.
 //! - [`cache`]: a short-lived cache in front of any key store, for authentication.
-//! - [`rate_limiter`]: rate limiters: compact sharded maps (the default) and a moka cache.
+//! - [`rate_limiter`]: the in-process rate limiter, its counters in moka caches.
 //! - [`clock`]: the system clock, and a clock a file sets (`--clock-file`).
 //! - [`redact`]: passwords out of every URL in a message.
 //! - [`webhook_client`]: webhook addresses checked on the network, and deliveries posted,

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use animal_store_domain::rate_limit::{DAY, unix_seconds, window_start};
+use animal_store_domain::limits::model::{DAY, unix_seconds, window_start};
 use animal_store_domain::{
     Clock, Decision, GiveBack, Quota, RateLimitPolicy, RateLimitState, RateLimiter, Subject,
 };

@@ -83,8 +83,8 @@ async fn the_write_ahead_log_stays_bounded_under_sustained_inserts() {
     assert_eq!(after_close, 0, "closing checkpoints and empties the WAL");
 }
 
-/// The same with a read between every two writes, as a server under a mix sees them: the
-/// reads keep their snapshot from one to the next, and none may hold back the checkpoints.
+/// The same with a read between every two writes, as a server under a mix sees them: no
+/// read may hold back the checkpoints.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_write_ahead_log_stays_bounded_with_reads_between_the_writes() {
     const BOUND: u64 = 16 * 1024 * 1024;
@@ -120,8 +120,8 @@ async fn the_write_ahead_log_stays_bounded_with_reads_between_the_writes() {
     db.close().await;
 }
 
-/// The same with the reads on another server on the file, whose snapshots the writer cannot
-/// end: they are not kept once the WAL is as long as a checkpoint, so it still starts over.
+/// The same with the reads of another server on the file, which the writer does not know
+/// of: the WAL still starts over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_write_ahead_log_stays_bounded_with_another_server_reading() {
     const BOUND: u64 = 16 * 1024 * 1024;
@@ -197,8 +197,8 @@ async fn pets_added_together_each_get_their_own_id() {
     db.close().await;
 }
 
-/// Reads keep a snapshot from one to the next (docs/architecture.md): a write is read at
-/// once all the same, by the reads that follow its answer.
+/// Pet reads are answered from the read cache until the writer commits (docs/architecture.md):
+/// a write is read at once all the same, by the reads that follow its answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_read_after_a_write_sees_it() {
     let file = SqliteFile::new();

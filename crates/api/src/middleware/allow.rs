@@ -5,24 +5,22 @@
 //! body is of a media type the operation does not take is 415 with `Accept-Patch` (RFC 5789
 //! §2.2), naming those it takes.
 
-use std::sync::Arc;
-
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{Request, Response};
 
 use super::{Next, error_response, resolved, respond};
 
 /// 404 and 405 from the route table; `Allow` on every 405.
-pub async fn allow_header(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
+pub async fn allow_header(next: Next, req: Request) -> poem::Result<Response> {
     let Some(resolved) = resolved(&req) else {
-        return Ok(respond(ep.as_ref(), req).await);
+        return Ok(respond(&next, req).await);
     };
     let Some(route) = resolved.route() else {
         return Ok(error_response(poem::Error::from_status(StatusCode::NOT_FOUND)));
     };
     let patch = req.method() == poem::http::Method::PATCH;
     let mut response = if route.allows(req.method()) {
-        respond(ep.as_ref(), req).await
+        respond(&next, req).await
     } else {
         error_response(poem::Error::from_status(StatusCode::METHOD_NOT_ALLOWED))
     };

@@ -1,8 +1,6 @@
 //! Refuses bodies over [`MAX_BODY_BYTES`] with 413, whether their length is declared
 //! or they are chunked, and notes a JSON body that gives a key twice.
 
-use std::sync::Arc;
-
 use poem::error::ReadBodyError;
 use poem::http::header;
 use poem::{IntoResponse, Request, Response};
@@ -28,7 +26,7 @@ pub struct RawBody(pub bytes::Bytes);
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// Refuses bodies over [`MAX_BODY_BYTES`] with 413, whatever their framing.
-pub async fn body_limit(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
+pub async fn body_limit(next: Next, mut req: Request) -> poem::Result<Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -69,5 +67,5 @@ pub async fn body_limit(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Re
             .into_response());
         }
     }
-    Ok(respond(ep.as_ref(), req).await)
+    Ok(respond(&next, req).await)
 }

@@ -37,10 +37,10 @@ use crate::{auth, rate_limit};
 /// So an address over its limit gets 429 for a right guess as for a wrong one, valid keys
 /// and outages never spend an address's quota, and a key never pays for a lookup that
 /// failed (`docs/api.md#requests-without-a-valid-key`).
-pub async fn guard(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
+pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
     // The probes and the metrics are outside the API: never counted, never refused.
     if crate::probes::is_for_operators(req.uri().path()) {
-        return Ok(respond(ep.as_ref(), req).await);
+        return Ok(respond(&next, req).await);
     }
     let Some(state) = state(&req) else {
         tracing::error!("a request reached the guard without the services: see `app`");
@@ -83,7 +83,7 @@ pub async fn guard(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Respons
         }
         (Ok(Some(key)), None) => {
             auth::accept(&state.keys, &mut req, key).await;
-            let response = respond(ep.as_ref(), req).await;
+            let response = respond(&next, req).await;
             if response.status() == StatusCode::NOT_MODIFIED {
                 // The client had the answer: nothing of the day's quota, which the customer
                 // pays for, is spent; the minute, which protects the service, keeps it.
@@ -92,7 +92,7 @@ pub async fn guard(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Respons
             }
             response
         }
-        (Ok(None), None) => respond(ep.as_ref(), req).await,
+        (Ok(None), None) => respond(&next, req).await,
         (Err(err), None) => err.into_response(),
     };
     // An admitted inquiry shows the key's own windows, as its body does.

@@ -22,18 +22,18 @@ use crate::error::{ApiError, ErrorCode};
 use crate::idempotency::{IDEMPOTENCY_KEY, KeyedWrite};
 
 /// Decides keyed requests to `createPet` and `placeOrder` before they run.
-pub async fn idempotency_keys(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
+pub async fn idempotency_keys(next: Next, mut req: Request) -> poem::Result<Response> {
     // The operations that declare the header in the document honour it.
     let keyed = resolved(&req).is_some_and(|resolved| {
         resolved.route().is_some_and(|route| route.takes_idempotency_key(req.method()))
     });
     let owner = req.extensions().get::<Authenticated>().map(|a| a.0.owner.clone());
     let (Some(owner), true, Some(state)) = (owner, keyed, state(&req)) else {
-        return Ok(respond(ep.as_ref(), req).await);
+        return Ok(respond(&next, req).await);
     };
     let key = match idempotency_key(req.headers()) {
         Ok(Some(key)) => key,
-        Ok(None) => return Ok(respond(ep.as_ref(), req).await),
+        Ok(None) => return Ok(respond(&next, req).await),
         Err(err) => return Ok(err.into_response()),
     };
     let body = req.extensions().get::<RawBody>().map(|body| body.0.clone()).unwrap_or_default();
@@ -41,7 +41,7 @@ pub async fn idempotency_keys(ep: Arc<Next>, mut req: Box<Request>) -> poem::Res
     match state.idempotency.hold(&owner, key, fingerprint) {
         Ok(hold) => {
             req.extensions_mut().insert(KeyedWrite(Arc::new(hold)));
-            Ok(respond(ep.as_ref(), req).await)
+            Ok(respond(&next, req).await)
         }
         Err(refusal) => Ok(ApiError::from(refusal).into_response()),
     }

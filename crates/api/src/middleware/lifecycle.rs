@@ -2,8 +2,6 @@
 //! the layers inside included: a deprecated operation's `Deprecation`, `Sunset` and `Link`,
 //! and a beta or experimental operation's `API-Stability`.
 
-use std::sync::Arc;
-
 use poem::http::HeaderName;
 use poem::{Request, Response};
 
@@ -15,12 +13,12 @@ pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
 
 /// Adds a deprecated operation's headers and a beta or experimental operation's
 /// `API-Stability` to every response of it.
-pub async fn lifecycle_headers(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
+pub async fn lifecycle_headers(next: Next, req: Request) -> poem::Result<Response> {
     let resolved = resolved(&req);
     let route = resolved.as_ref().and_then(Resolved::route);
     let deprecation = route.and_then(|route| route.deprecation(req.method()));
     let stability = route.and_then(|route| route.stability(req.method()).header());
-    let mut response = respond(ep.as_ref(), req).await;
+    let mut response = respond(&next, req).await;
     if let Some(deprecation) = deprecation {
         for (name, value) in deprecation.headers() {
             response.headers_mut().insert(name, value);

@@ -11,16 +11,16 @@ use crate::telemetry::{RequestMetrics, method_label};
 
 /// Counts the request as active while it runs, then records its duration by
 /// method, route template and status.
-pub async fn record_metrics(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
+pub async fn record_metrics(next: Next, req: Request) -> poem::Result<Response> {
     let Some(metrics) = req.data::<Arc<RequestMetrics>>().cloned() else {
-        return Ok(respond(ep.as_ref(), req).await);
+        return Ok(respond(&next, req).await);
     };
     let method = method_label(req.method());
     let resolved = resolved(&req);
     let route = resolved.as_ref().and_then(|r| Some((r.index()?, r.route()?.template())));
     let started = Instant::now();
     let active = Active::new(metrics.active(method));
-    let response = respond(ep.as_ref(), req).await;
+    let response = respond(&next, req).await;
     drop(active);
     metrics.record(method, route, response.status(), started.elapsed());
     Ok(response)

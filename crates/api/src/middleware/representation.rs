@@ -4,8 +4,6 @@
 //! (RFC 9110 §13). The guard, outside, sees the 304 and gives its slot back to the day's
 //! quota (`docs/api.md#conditional-requests`).
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use poem::http::{HeaderValue, Method, StatusCode, header};
 use poem::web::Compress;
@@ -25,7 +23,7 @@ pub const COMPRESS_FROM: usize = 1024;
 /// turns it into a 304 when the request already holds that representation, then compresses
 /// the body when a coding was chosen. What is not an operation (the document, which has
 /// its own, the probes, the metrics) passes as it is.
-pub async fn representations(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
+pub async fn representations(next: Next, mut req: Request) -> poem::Result<Response> {
     // A HEAD is answered as its GET, whose body is dropped here, after its tag and coding are
     // chosen, so that it has the GET's headers (poem's router would drop it first).
     let is_head = req.method() == Method::HEAD;
@@ -35,7 +33,7 @@ pub async fn representations(ep: Arc<Next>, mut req: Box<Request>) -> poem::Resu
             (route.is_operation(&method), route.is_conditional(&method))
         });
     if !operation {
-        return Ok(respond(ep.as_ref(), req).await);
+        return Ok(respond(&next, req).await);
     }
     req.set_method(method);
     let accepted = encoding::accepted(req.headers(), &Coding::ALL);
@@ -45,7 +43,7 @@ pub async fn representations(ep: Arc<Next>, mut req: Box<Request>) -> poem::Resu
     } else {
         Vec::new()
     };
-    let mut response = respond(ep.as_ref(), req).await;
+    let mut response = respond(&next, req).await;
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)

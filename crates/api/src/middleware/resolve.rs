@@ -9,10 +9,10 @@ use super::{Next, respond};
 use crate::routes::{Resolved, RouteTable};
 
 /// Looks the request's route up and puts it on the request.
-pub async fn resolve_route(ep: Arc<Next>, mut req: Box<Request>) -> poem::Result<Response> {
+pub async fn resolve_route(next: Next, mut req: Request) -> poem::Result<Response> {
     if let Some(table) = req.data::<Arc<RouteTable>>().cloned() {
         let resolved = Resolved::of(table, req.uri().path());
         req.extensions_mut().insert(resolved);
     }
-    Ok(respond(ep.as_ref(), req).await)
+    Ok(respond(&next, req).await)
 }

@@ -6,8 +6,6 @@
 //! that clients and proxies open their next connections elsewhere while this server still
 //! answers, and none holds an idle connection that closes under its next request.
 
-use std::sync::Arc;
-
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{Request, Response};
 
@@ -64,11 +62,11 @@ pub fn cache_headers(kind: Kind, authorized: bool) -> (&'static str, Option<&'st
 
 /// Puts `nosniff` and the caching headers on every response, and `Connection: close` while
 /// the server drains.
-pub async fn standard_headers(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
+pub async fn standard_headers(next: Next, req: Request) -> poem::Result<Response> {
     let authorized = req.headers().contains_key(header::AUTHORIZATION);
     let kind = Kind::of_request(&req);
     let draining = req.data::<AppState>().is_some_and(|state| state.readiness.is_draining());
-    let mut response = respond(ep.as_ref(), req).await;
+    let mut response = respond(&next, req).await;
     let (cache_control, vary) = cache_headers(kind.answered(response.status()), authorized);
     let headers = response.headers_mut();
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));

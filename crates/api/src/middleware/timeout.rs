@@ -1,8 +1,6 @@
 //! A request not answered within the request timeout is answered 503
 //! `service_unavailable`, and its work inside is dropped.
 
-use std::sync::Arc;
-
 use poem::http::{HeaderValue, header};
 use poem::{IntoResponse, Request, Response};
 
@@ -12,11 +10,11 @@ use crate::state::{AppState, DEFAULT_REQUEST_TIMEOUT};
 
 /// Answers 503 for the request when the layers inside take longer than
 /// `ApiConfig::request_timeout`.
-pub async fn request_timeout(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
+pub async fn request_timeout(next: Next, req: Request) -> poem::Result<Response> {
     let limit = req
         .data::<AppState>()
         .map_or(DEFAULT_REQUEST_TIMEOUT, |state| state.config.request_timeout);
-    if let Ok(response) = tokio::time::timeout(limit, respond(ep.as_ref(), req)).await {
+    if let Ok(response) = tokio::time::timeout(limit, respond(&next, req)).await {
         return Ok(response);
     }
     Ok(timed_out(limit))

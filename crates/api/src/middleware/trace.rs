@@ -6,7 +6,6 @@
 //! block allows, is logged as its [`excerpt`], so that a line stays short whatever the
 //! request (`docs/security.md#what-the-service-defends`).
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use animal_store_domain::excerpt;
@@ -49,7 +48,7 @@ fn new_request_id() -> String {
 /// Gives the request an id ([`request_id`], sent back as `X-Request-Id`), a span with its
 /// method, route and key id, and a line with its status and latency when it ends.
 /// The key itself is never logged.
-pub async fn trace_request(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Response> {
+pub async fn trace_request(next: Next, req: Request) -> poem::Result<Response> {
     let request_id = request_id(&req);
     let probe = crate::probes::is_for_operators(req.uri().path());
     let resolved = resolved(&req);
@@ -63,7 +62,7 @@ pub async fn trace_request(ep: Arc<Next>, req: Box<Request>) -> poem::Result<Res
     );
     async move {
         let started = Instant::now();
-        let mut response = respond(ep.as_ref(), req).await;
+        let mut response = respond(&next, req).await;
         let status = response.status();
         let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         // On the line's event only: a text line prints the span's fields as well, so recorded

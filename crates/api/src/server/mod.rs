@@ -14,6 +14,7 @@
 
 mod accept;
 mod connection;
+mod drops;
 mod framing;
 mod unread;
 
@@ -35,6 +36,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use connection::{Activity, Watched};
+use drops::AnswerDrops;
 use framing::{HeadScan, Heads};
 
 /// How long a client may take, and how many connections it may hold.
@@ -67,12 +69,20 @@ impl Default for Limits {
 pub struct Server {
     listener: TcpListener,
     limits: Limits,
+    drops: Option<Arc<AnswerDrops>>,
 }
 
 impl Server {
     /// Listens on `address` (`host:port`).
     pub async fn bind(address: &str, limits: Limits) -> io::Result<Self> {
-        Ok(Self { listener: TcpListener::bind(address).await?, limits })
+        Ok(Self { listener: TcpListener::bind(address).await?, limits, drops: None })
+    }
+
+    /// For harnesses (`memory://?drop-answer-every=N`): every `every`th write that stores
+    /// something is not answered, its connection closed instead; `None` for none.
+    #[must_use]
+    pub fn dropping_answers(self, every: Option<u64>) -> Self {
+        Self { drops: AnswerDrops::new(every).map(Arc::new), ..self }
     }
 
     /// The address it listens on.
@@ -86,7 +96,7 @@ impl Server {
     where
         E: Endpoint + 'static,
     {
-        let Self { listener, limits } = self;
+        let Self { listener, limits, drops } = self;
         let local = listener.local_addr().ok();
         let app: Arc<dyn DynApp> = Arc::new(app.map_to_response());
         let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -115,8 +125,8 @@ impl Server {
                 Arc::clone(&app),
                 Arc::clone(&activity),
                 Arc::clone(&heads),
-                local,
-                remote,
+                drops.clone(),
+                (local, remote),
             );
             let scan = HeadScan::new(heads);
             let io = TokioIo::new(Watched::new(socket, Arc::clone(&activity), scan));
@@ -171,6 +181,8 @@ struct AppService {
     activity: Arc<Activity>,
     /// What the connection's socket saw of its header blocks.
     heads: Arc<Heads>,
+    /// Only with `drop-answer-every`.
+    drops: Option<Arc<AnswerDrops>>,
     local: LocalAddr,
     remote: RemoteAddr,
 }
@@ -182,18 +194,14 @@ impl AppService {
         app: Arc<dyn DynApp>,
         activity: Arc<Activity>,
         heads: Arc<Heads>,
-        local: Option<SocketAddr>,
-        remote: SocketAddr,
+        drops: Option<Arc<AnswerDrops>>,
+        (local, remote): (Option<SocketAddr>, SocketAddr),
     ) -> Self {
         let local = LocalAddr(local.map_or(Addr::Custom("unknown", "".into()), Addr::SocketAddr));
-        Self { app, activity, heads, local, remote: RemoteAddr(Addr::SocketAddr(remote)) }
+        let remote = RemoteAddr(Addr::SocketAddr(remote));
+        Self { app, activity, heads, drops, local, remote }
     }
 }
-
-/// Marks a response that is not to be sent: the connection closes instead, unanswered
-/// (`memory://?drop-answer-every=N`, for harnesses).
-#[derive(Debug, Clone, Copy)]
-pub struct DropAnswer;
 
 /// The answer was dropped on purpose: the connection closes without it.
 #[derive(Debug, thiserror::Error)]
@@ -206,7 +214,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
     type Future = BoxFuture<'static, Result<Self::Response, AnswerDropped>>;
 
     fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        let Self { app, activity, heads, local, remote } = self.clone();
+        let Self { app, activity, heads, drops, local, remote } = self.clone();
         Box::pin(async move {
             let _request = activity.begin_request();
             let mut req = poem::Request::from((req, local, remote, Scheme::HTTP));
@@ -217,8 +225,11 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
             let body = req.take_body();
             let (body, unread) = activity.time_body(req.headers(), body);
             req.set_body(body);
+            let method = drops.as_ref().map(|_| req.method().clone());
             let mut response = app.call(req).await;
-            if response.extensions().get::<DropAnswer>().is_some() {
+            if let (Some(drops), Some(method)) = (&drops, method)
+                && drops.drops(&method, &response)
+            {
                 // hyper closes a connection whose service fails, writing nothing.
                 return Err(AnswerDropped);
             }

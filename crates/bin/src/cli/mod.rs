@@ -4,13 +4,14 @@ use std::time::Duration;
 
 use animal_store_api::{DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
+mod database_url;
 mod keys;
 mod webhooks;
 
-pub use crate::database_url::DatabaseUrl;
 use animal_store_domain::Environment;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+pub use database_url::DatabaseUrl;
 pub use keys::KeysCommand;
 pub use webhooks::WebhooksCommand;
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use animal_store_domain::rate_limit::DAY;
+use animal_store_domain::limits::model::DAY;
 use animal_store_domain::{
     Clock, Decision, GiveBack, KeyId, Plan, Quota, RateLimitPolicy, RateLimiter, Subject, Verdict,
 };

@@ -33,7 +33,7 @@ impl std::fmt::Debug for MemoryPetRepository {
 
 impl Default for MemoryPetRepository {
     fn default() -> Self {
-        Self::with_clock(Arc::new(crate::SystemClock))
+        Self::with_clock(Arc::new(crate::clock::SystemClock))
     }
 }
 

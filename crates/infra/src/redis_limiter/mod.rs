@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use animal_store_domain::rate_limit::unix_seconds;
+use animal_store_domain::limits::model::unix_seconds;
 use animal_store_domain::{
     Clock, Decision, GiveBack, LimiterStore, Quota, RateLimitPolicy, RateLimitState, RateLimiter,
     StoreFallback, Subject, Verdict,
@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use thiserror::Error;
 
-use crate::MokaRateLimiter;
+use crate::rate_limiter::MokaRateLimiter;
 
 mod script;
 

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use animal_store_domain::rate_limit::MINUTE;
+use animal_store_domain::limits::model::MINUTE;
 use animal_store_domain::{GiveBack, Quota, RateLimitPolicy, RateLimitState, Subject};
 
 /// The script, loaded by EVALSHA (and again after `NOSCRIPT`).

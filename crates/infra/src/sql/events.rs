@@ -1,6 +1,6 @@
 //! Events over SeaORM, read on the reader pool and swept by the writer. They are written
 //! by the writer, with the changes they report, in their transaction: see
-//! [`event_rows`](super::event_rows), which says how their ids commit in order.
+//! [`event_rows`](crate::sql::rows::events), which says how their ids commit in order.
 
 use std::sync::Arc;
 
@@ -12,10 +12,10 @@ use sea_orm::{
     QuerySelect, Statement,
 };
 
-use super::entity::event;
-use super::event_rows::to_event;
-use super::job::Writer;
-use super::reachability::Reads;
+use crate::sql::connection::reachability::Reads;
+use crate::sql::rows::events::to_event;
+use crate::sql::schema::entity::event;
+use crate::sql::writer::job::Writer;
 
 /// The events `reader`'s keys see: every pet's, their own orders'.
 fn seen_by(reader: &KeyId) -> Condition {
@@ -78,7 +78,7 @@ pub struct SeaOrmEventLog {
 }
 
 impl SeaOrmEventLog {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
+    pub(crate) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
         Self { readers, reads, writer }
     }
 }
@@ -132,7 +132,7 @@ impl EventLog for SeaOrmEventLog {
         self.writer
             .write(move |txn| {
                 Box::pin(async move {
-                    super::deliveries::forget_events(txn, &ids).await?;
+                    crate::sql::webhooks::deliveries::forget_events(txn, &ids).await?;
                     let done = event::Entity::delete_many()
                         .filter(event::Column::Id.is_in(ids))
                         .exec(txn)

@@ -1,15 +1,15 @@
 //! Idempotency records over SeaORM.
 //!
 //! A write sent with an `Idempotency-Key` runs as one job of the database's writer (see
-//! [`writer`](super::writer)), in one transaction: it claims the key by inserting its record
+//! [`writer`](crate::sql::writer::thread)), in one transaction: it claims the key by inserting its record
 //! (`INSERT ... ON CONFLICT DO UPDATE ... WHERE` the record there has expired, see
-//! [`records`](super::records)), does the work, then fills the record in with the response. A
+//! [`records`](crate::sql::rows::records)), does the work, then fills the record in with the response. A
 //! key already claimed inserts nothing, and the job returns the record instead of doing the
 //! work. On PostgreSQL, a second process claiming the same key waits on the first one's row
 //! until it commits, then finds the record: one of them does the work.
 //!
 //! Keyed additions of pets are merged with the other additions of their batch (see
-//! [`additions`](super::additions)): their records are complete when they claim their keys, and one
+//! [`additions`](crate::sql::writer::additions)): their records are complete when they claim their keys, and one
 //! statement claims all of them.
 
 use std::sync::Arc;
@@ -25,11 +25,11 @@ use sea_orm::{
     QuerySelect,
 };
 
-use super::entity::idempotency_key as record;
-use super::job::Writer;
-use super::orders;
-use super::reachability::Reads;
-use super::records::{any_key, claim, fill, free};
+use crate::sql::connection::reachability::Reads;
+use crate::sql::orders;
+use crate::sql::rows::records::{any_key, claim, fill, free};
+use crate::sql::schema::entity::idempotency_key as record;
+use crate::sql::writer::job::Writer;
 
 /// Idempotency records in an SQL database. Cheap to clone: clones share the writer.
 #[derive(Clone)]
@@ -40,7 +40,7 @@ pub struct SeaOrmIdempotencyStore {
 }
 
 impl SeaOrmIdempotencyStore {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
+    pub(crate) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
         Self { readers, reads, writer }
     }
 }

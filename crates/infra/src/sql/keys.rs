@@ -1,7 +1,7 @@
 //! The API key store over SeaORM.
 //!
 //! Lookups go to the reader pool; every write (creation, revocation, last use) goes through
-//! the database's writer (see [`writer`](super::writer)), like the pets', so that a failed
+//! the database's writer (see [`writer`](crate::sql::writer::thread)), like the pets', so that a failed
 //! commit can never leave a connection holding SQLite's write lock.
 
 use std::sync::Arc;
@@ -15,10 +15,10 @@ use async_trait::async_trait;
 use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, Set};
 
-use super::corrupt;
-use super::entity::api_key;
-use super::job::Writer;
-use super::reachability::Reads;
+use crate::sql::connection::failure::corrupt;
+use crate::sql::connection::reachability::Reads;
+use crate::sql::schema::entity::api_key;
+use crate::sql::writer::job::Writer;
 
 /// API keys in an SQL database.
 #[derive(Clone)]
@@ -29,7 +29,7 @@ pub struct SeaOrmApiKeyStore {
 }
 
 impl SeaOrmApiKeyStore {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
+    pub(crate) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
         Self { readers, reads, writer }
     }
 }

@@ -6,294 +6,56 @@
 //!   acknowledged write survives `kill -9` and power loss, a busy timeout, a bounded WAL
 //!   (`journal_size_limit`), writes in `BEGIN IMMEDIATE` transactions. Every read runs on a
 //!   pool of reader connections, which WAL lets read beside the writer; a pet read asked
-//!   again is answered from the read cache (`read_cache.rs`) until the writer commits.
+//!   again is answered from the read cache (`pets/read_cache.rs`) until the writer commits.
 //! - PostgreSQL: every read runs on a pool of reader connections, and nothing is kept: a
 //!   write on one instance is read at once on every other.
 //!
 //! Migrations are applied one process at a time, under a lock held in the database
-//! (`migrating.rs`), so that replicas starting together on one database all come up.
+//! (`schema/migrating.rs`), so that replicas starting together on one database all come up.
 //!
 //! Every write goes through one thread, the writer, which owns the writer connection, commits
 //! queued writes together (group commit) and replaces its connection after any failure. See
-//! `writer.rs` for the invariant that keeps an acknowledged write stored.
+//! `writer/thread.rs` for the invariant that keeps an acknowledged write stored.
 
-mod additions;
-mod changes;
-mod connector;
-mod deliveries;
-mod delivery_claims;
-mod delivery_ends;
-mod entity;
-mod errors;
-mod event_rows;
+//! # Layout
+//!
+//! Each folder imports only from those listed before it:
+//!
+//! - `connection/`: opening the database ([`Backend`], [`DatabaseOptions`]), its errors,
+//!   how a failure is classed, and whether the database can be reached.
+//! - `schema/`: the SeaORM entities, the migrations, the lock that applies them, and the
+//!   schema window.
+//! - `rows/`: rows to domain values and back: pets, events, idempotency records.
+//! - `writer/`: the writer thread, its group commit, and the jobs the stores hand it.
+//! - The stores, one module or folder each: `pets/` (with the read cache), `orders`,
+//!   `keys`, `idempotency`, `events`, `webhooks/`.
+//! - `database`: [`Database`], which opens all of the above and hands out the stores;
+//!   `migrate`: its migrations.
+
+mod connection;
+mod database;
 mod events;
-mod failure;
-mod health;
 mod idempotency;
-mod insert;
-mod job;
 mod keys;
-mod migrating;
-mod migration;
+mod migrate;
 mod orders;
-mod outage;
-mod pet_rows;
 mod pets;
-mod reachability;
-mod read_cache;
-mod records;
+mod rows;
 mod schema;
 mod webhooks;
-mod window;
 mod writer;
 
-use std::sync::Arc;
-
-use sea_orm::DatabaseConnection;
-use tokio::sync::oneshot;
-
-pub use errors::{BackupError, DatabaseError};
+pub use connection::connector::{Backend, DEFAULT_READ_CACHE_MIB, DatabaseOptions};
+pub use connection::errors::{BackupError, DatabaseError};
+pub use connection::health::{DatabaseHealth, POOL_METRIC, PoolMetrics};
+pub use database::Database;
 pub use events::SeaOrmEventLog;
-pub use health::{DatabaseHealth, POOL_METRIC, PoolMetrics};
 pub use idempotency::SeaOrmIdempotencyStore;
 pub use keys::SeaOrmApiKeyStore;
+pub use migrate::SchemaStatus;
 pub use orders::SeaOrmOrderRepository;
-pub use pets::SeaOrmPetRepository;
-pub use read_cache::READ_CACHE_METRIC;
-pub use schema::SchemaStatus;
-pub use webhooks::SeaOrmWebhooks;
-pub use window::SchemaWindow;
-pub use writer::MAX_BATCH;
-
-use connector::{Connector, owner_only_file};
-use delivery_claims::Leases;
-use failure::{FailureKind, corrupt};
-use job::Writer;
-use reachability::{Reachability, Reads};
-use read_cache::{Commits, ReadCache};
-use writer::WriterThread;
-
-/// Which database server a [`Database`] talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// An SQLite file.
-    Sqlite,
-    /// A PostgreSQL server.
-    Postgres,
-}
-
-/// How to open a database, beyond its URL.
-#[derive(Debug, Clone, Copy)]
-pub struct DatabaseOptions {
-    /// SQLite only: the most pages (4 KiB each) the database file may hold, as
-    /// `PRAGMA max_page_count` on every connection. Past it, writes fail as they would on a
-    /// full disk: for rehearsing a full disk, and for tests.
-    pub sqlite_max_pages: Option<u32>,
-    /// SQLite only: the most the read cache keeps, in MiB; 0 keeps nothing.
-    pub read_cache_mib: u32,
-}
-
-/// The read cache's bound unless told otherwise, in MiB.
-pub const DEFAULT_READ_CACHE_MIB: u32 = 8;
-
-impl Default for DatabaseOptions {
-    fn default() -> Self {
-        Self { sqlite_max_pages: None, read_cache_mib: DEFAULT_READ_CACHE_MIB }
-    }
-}
-
-/// An open database: its reader pool, its read cache and the thread that writes.
-pub struct Database {
-    connector: Connector,
-    readers: DatabaseConnection,
-    /// On SQLite, the answers of the pet reads kept.
-    cache: Option<Arc<ReadCache>>,
-    reads: Arc<Reads>,
-    writer: Writer,
-    /// On SQLite, this process's leases of webhook deliveries.
-    delivery_leases: Arc<Leases>,
-    stop_writer: oneshot::Sender<()>,
-    writer_thread: WriterThread,
-}
-
-impl Database {
-    /// Opens the database `url` names: `sqlite://PATH` (created if missing) or
-    /// `postgres://...`. Does not migrate: call [`Database::migrate`].
-    ///
-    /// # Errors
-    ///
-    /// [`DatabaseError`] when the URL is not supported or the database cannot be opened.
-    pub async fn connect(url: &str) -> Result<Self, DatabaseError> {
-        Self::connect_with(url, DatabaseOptions::default()).await
-    }
-
-    /// [`Database::connect`] with `options`.
-    ///
-    /// # Errors
-    ///
-    /// [`DatabaseError`] when the URL is not supported or the database cannot be opened.
-    pub async fn connect_with(url: &str, options: DatabaseOptions) -> Result<Self, DatabaseError> {
-        let connector = Connector::new(url, options)?;
-        let readers = connector.open_readers().await.map_err(DatabaseError::Connect)?;
-        let commits = Arc::new(Commits::default());
-        let cache =
-            (connector.backend == Backend::Sqlite && options.read_cache_mib > 0).then(|| {
-                let bytes = u64::from(options.read_cache_mib) * 1024 * 1024;
-                Arc::new(ReadCache::new(bytes, Arc::clone(&commits)))
-            });
-        let reachability = Reachability::new(readers.clone());
-        let (stop_writer, stop) = oneshot::channel();
-        let (writer, writer_thread) =
-            Writer::start(connector.clone(), Arc::clone(&reachability), commits, stop)
-                .map_err(DatabaseError::Connect)?;
-        let reads = Arc::new(Reads::new(Arc::clone(&reachability)));
-        let delivery_leases = Arc::default();
-        Ok(Self {
-            connector,
-            readers,
-            cache,
-            reads,
-            writer,
-            delivery_leases,
-            stop_writer,
-            writer_thread,
-        })
-    }
-
-    /// Writes a consistent copy of an SQLite database to `path` (`VACUUM INTO`) while it
-    /// serves: one read transaction sees every commit made before it started, and no write
-    /// waits for it. `path` must not exist yet.
-    ///
-    /// # Errors
-    ///
-    /// [`BackupError`] on PostgreSQL, or when the copy cannot be written.
-    pub async fn backup(&self, path: &std::path::Path) -> Result<(), BackupError> {
-        use sea_orm::ConnectionTrait;
-        if self.connector.backend != Backend::Sqlite {
-            return Err(BackupError::NotSqlite);
-        }
-        let target = path.to_str().ok_or(BackupError::Path)?;
-        // The copy holds key digests: created empty, readable by the owner only, for SQLite
-        // to fill (it accepts an empty file as the target).
-        owner_only_file(path).map_err(BackupError::Create)?;
-        let statement = sea_orm::Statement::from_sql_and_values(
-            sea_orm::DbBackend::Sqlite,
-            "VACUUM INTO ?",
-            [target.into()],
-        );
-        let copied = self.readers.execute_raw(statement).await.map(drop);
-        if copied.is_err() {
-            let _ = std::fs::remove_file(path);
-        }
-        copied.map_err(BackupError::Copy)
-    }
-
-    /// Which server this is.
-    pub fn backend(&self) -> Backend {
-        self.connector.backend
-    }
-
-    /// The pet repository over this database. Clones share the writer.
-    pub fn pets(&self) -> SeaOrmPetRepository {
-        SeaOrmPetRepository::new(
-            self.readers.clone(),
-            self.cache.clone(),
-            Arc::clone(&self.reads),
-            self.writer.clone(),
-        )
-    }
-
-    /// The order repository over this database. Clones share the writer.
-    pub fn orders(&self) -> SeaOrmOrderRepository {
-        SeaOrmOrderRepository::new(
-            self.readers.clone(),
-            Arc::clone(&self.reads),
-            self.writer.clone(),
-        )
-    }
-
-    /// The idempotency records of this database, written with the pets and orders they
-    /// record. Clones share the writer.
-    pub fn idempotency(&self) -> SeaOrmIdempotencyStore {
-        SeaOrmIdempotencyStore::new(
-            self.readers.clone(),
-            Arc::clone(&self.reads),
-            self.writer.clone(),
-        )
-    }
-
-    /// The events of this database, which its pets, orders and idempotency records write
-    /// with the changes they report.
-    pub fn events(&self) -> SeaOrmEventLog {
-        SeaOrmEventLog::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
-    }
-
-    /// The webhook endpoints and deliveries of this database, queued with the events they
-    /// carry.
-    pub fn webhooks(&self) -> SeaOrmWebhooks {
-        let (reads, leases) = (Arc::clone(&self.reads), Arc::clone(&self.delivery_leases));
-        SeaOrmWebhooks::new(self.readers.clone(), reads, self.writer.clone(), leases)
-    }
-
-    /// The readiness check of this database.
-    pub fn health(&self) -> DatabaseHealth {
-        DatabaseHealth { reads: Arc::clone(&self.reads), readers: self.readers.clone() }
-    }
-
-    /// The plan the database chooses for the repository's own query of a page (SQLite's
-    /// `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines): for tests that an index
-    /// serves each kind of page. `setting` runs first on the same connection (PostgreSQL's
-    /// `SET enable_seqscan = off`, say).
-    #[cfg(feature = "testing")]
-    pub async fn page_plan(
-        &self,
-        setting: Option<&str>,
-        status: Option<animal_store_domain::PetStatus>,
-        after: Option<animal_store_domain::PetId>,
-    ) -> Result<Vec<String>, sea_orm::DbErr> {
-        use sea_orm::{ConnectionTrait, QueryTrait, TransactionTrait};
-        let backend = self.readers.get_database_backend();
-        let page = pets::list_query(status, after, 20).build(backend);
-        let (explain, column) = match self.connector.backend {
-            Backend::Sqlite => ("EXPLAIN QUERY PLAN", "detail"),
-            Backend::Postgres => ("EXPLAIN", "QUERY PLAN"),
-        };
-        let statement = sea_orm::Statement { sql: format!("{explain} {}", page.sql), ..page };
-        // One transaction: one connection for the setting and the plan.
-        let txn = self.readers.begin().await?;
-        if let Some(setting) = setting {
-            txn.execute_unprepared(setting).await?;
-        }
-        let rows = txn.query_all_raw(statement).await?;
-        txn.rollback().await?;
-        rows.iter().map(|row| row.try_get::<String>("", column)).collect()
-    }
-
-    /// What reports the readers' pools to the metrics.
-    pub fn pool_metrics(&self) -> PoolMetrics {
-        PoolMetrics { backend: self.connector.backend, readers: self.readers.clone() }
-    }
-
-    /// The API key store over this database.
-    pub fn keys(&self) -> SeaOrmApiKeyStore {
-        SeaOrmApiKeyStore::new(self.readers.clone(), Arc::clone(&self.reads), self.writer.clone())
-    }
-
-    /// Commits the writes already queued, then closes every connection; repositories handed
-    /// out refuse writes from then on. On SQLite, closing the last connection checkpoints the
-    /// WAL into the database file, so the next start does not replay it.
-    pub async fn close(self) {
-        let Self { readers, stop_writer, writer_thread, .. } = self;
-        // The writer may have ended already; then there is nothing to stop.
-        let _ = stop_writer.send(());
-        if let Err(err) = writer_thread.ended().await {
-            tracing::error!(error = %err, "the database writer failed");
-        }
-        if let Err(err) = readers.close().await {
-            tracing::warn!(error = %err, "closing the database readers failed");
-        }
-    }
-}
-
-/// The histogram of how many writes each transaction of the writer commits together.
-pub const BATCH_SIZE_METRIC: &str = "animal_store_pet_write_batch_size";
+pub use pets::read_cache::READ_CACHE_METRIC;
+pub use pets::repository::SeaOrmPetRepository;
+pub use schema::window::SchemaWindow;
+pub use webhooks::endpoints::SeaOrmWebhooks;
+pub use writer::thread::{BATCH_SIZE_METRIC, MAX_BATCH};

@@ -1,7 +1,7 @@
 //! The order repository over SeaORM.
 //!
 //! Placing an order and moving one are each one transaction with the change of the pet's
-//! status, run by the database's writer (see [`writer`](super::writer)), so that they are as
+//! status, run by the database's writer (see [`writer`](crate::sql::writer::thread)), so that they are as
 //! durable as a pet's creation and serialised with every other write of the process. Across
 //! processes sharing a PostgreSQL database, the pet is reserved by a conditional `UPDATE`
 //! (`... WHERE status = 'available'`), which one transaction alone can win, and an order is
@@ -23,13 +23,13 @@ use sea_orm::{
     EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set,
 };
 
-use super::corrupt;
-use super::entity::{order, pet};
-use super::failure::in_write;
-use super::insert::insert_one;
-use super::job::{Decided, Writer};
-use super::pet_rows::to_pet;
-use super::reachability::Reads;
+use crate::sql::connection::failure::corrupt;
+use crate::sql::connection::failure::in_write;
+use crate::sql::connection::reachability::Reads;
+use crate::sql::rows::insert::insert_one;
+use crate::sql::rows::pets::to_pet;
+use crate::sql::schema::entity::{order, pet};
+use crate::sql::writer::job::{Decided, Writer};
 
 /// Orders in an SQL database. Cheap to clone: clones share the readers and the writer.
 #[derive(Clone)]
@@ -40,7 +40,7 @@ pub struct SeaOrmOrderRepository {
 }
 
 impl SeaOrmOrderRepository {
-    pub(super) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
+    pub(crate) fn new(readers: DatabaseConnection, reads: Arc<Reads>, writer: Writer) -> Self {
         Self { readers, reads, writer }
     }
 }
@@ -81,7 +81,7 @@ async fn move_pet(
 }
 
 /// In `txn`: reserves the pet if it is available and stores the order; the refusal otherwise.
-pub(super) async fn place(
+pub(crate) async fn place(
     txn: &DatabaseTransaction,
     order: NewOrder,
 ) -> Result<Decided<Order, PlaceOrderError>, DbErr> {

@@ -58,7 +58,7 @@ impl SqliteFile {
     ///
     /// When it cannot be opened.
     pub async fn open_witness(&self) -> Database {
-        let options = crate::DatabaseOptions { read_cache_mib: 0, ..Default::default() };
+        let options = crate::sql::DatabaseOptions { read_cache_mib: 0, ..Default::default() };
         Database::connect_with(&self.url, options).await.expect("open the witness")
     }
 }

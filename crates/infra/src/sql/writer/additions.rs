@@ -1,0 +1,253 @@
+//! Adding pets, with or without an idempotency key: the additions of one batch of the writer
+//! (see [`writer`](crate::sql::writer::thread)) merged into a few statements.
+//!
+//! Under load most jobs of a batch add one pet. Run one after the other, each would cost the
+//! writer a round trip per statement; here they share two:
+//!
+//! - SQLite: one `INSERT` adds every pet (the rows of one statement get consecutive row
+//!   ids), then one statement claims the keys with their complete records
+//!   ([`claim_all`](crate::sql::rows::records::claim_all)). A key another write claimed first (a
+//!   retry) is rare: its pet is deleted again, in the same transaction, and the addition
+//!   answers the key's record instead.
+//! - PostgreSQL: one query takes the pets' ids from the table's sequence, then one statement
+//!   adds every pet and claims the keys with their complete records (the pets' `INSERT` in a
+//!   data-modifying `WITH`, one round trip for both). The pet of a key claimed before is
+//!   deleted again, as on SQLite.
+//!
+//! A key held by two additions of one batch is claimed by the first; the other is added on
+//! its own, after the merged statements, and finds the first one's record. A batch whose
+//! only addition is a plain one adds it on its own: one statement either way.
+
+use std::collections::HashSet;
+
+use animal_store_domain::{
+    IdempotencyRecord, IdempotentWrite, KeyUse, NewPet, Pet, PetId, RenderPet,
+};
+use sea_orm::sea_query::InsertStatement;
+use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr};
+
+use crate::sql::rows::pets as pet_rows;
+use crate::sql::rows::records::{claim, claim_all, fill};
+use crate::sql::writer::thread::{JobMisused, Reply, reply};
+
+/// Adding one pet: a caller's share of a transaction.
+pub(crate) struct Addition {
+    /// The pet to add, until it is added.
+    pet: Option<NewPet>,
+    /// The key it is added under, if any.
+    keyed: Option<Keyed>,
+    /// What it did, once it ran.
+    output: Option<KeyUse<Pet>>,
+    caller: Caller,
+}
+
+/// An addition's idempotency key, and how its response renders for the key's record.
+struct Keyed {
+    write: IdempotentWrite,
+    /// Taken when the pet is added.
+    render: Option<RenderPet>,
+}
+
+/// Where an addition's caller waits.
+enum Caller {
+    Plain(Reply<Pet>),
+    Keyed(Reply<KeyUse<Pet>>),
+}
+
+impl Addition {
+    /// Adding `pet`.
+    pub(crate) fn plain(pet: NewPet, reply: Reply<Pet>) -> Self {
+        Self { pet: Some(pet), keyed: None, output: None, caller: Caller::Plain(reply) }
+    }
+
+    /// Adding `pet` under `write`'s key, unless the key has an unexpired record: its response
+    /// rendered by `render` and stored with it.
+    pub(crate) fn keyed(
+        write: IdempotentWrite,
+        pet: NewPet,
+        render: RenderPet,
+        reply: Reply<KeyUse<Pet>>,
+    ) -> Self {
+        Self {
+            pet: Some(pet),
+            keyed: Some(Keyed { write, render: Some(render) }),
+            output: None,
+            caller: Caller::Keyed(reply),
+        }
+    }
+
+    /// Answers the caller once the transaction has ended (see
+    /// [`Work::finish`](crate::sql::writer::thread::Work::finish)).
+    pub(crate) fn finish(self, outcome: Result<(), animal_store_domain::RepositoryError>) {
+        let Self { output, caller, .. } = self;
+        match caller {
+            Caller::Keyed(to) => reply(to, output, outcome),
+            // A plain addition always adds its pet.
+            Caller::Plain(to) => {
+                let pet = output.and_then(|done| match done {
+                    KeyUse::First(pet) => Some(pet),
+                    KeyUse::Again(_) => None,
+                });
+                reply(to, pet, outcome);
+            }
+        }
+    }
+
+    /// The pet to add.
+    fn new_pet(&self) -> Result<&NewPet, DbErr> {
+        self.pet.as_ref().ok_or_else(misused)
+    }
+
+    /// Records the id the batch's statement gave the pet, and returns the record to claim
+    /// its key with, if it has one.
+    fn added(&mut self, id: PetId) -> Result<Option<IdempotencyRecord>, DbErr> {
+        let pet = Pet::from_new(id, self.pet.take().ok_or_else(misused)?);
+        let record = match &mut self.keyed {
+            Some(Keyed { write, render }) => {
+                let render = render.take().ok_or_else(misused)?;
+                Some(IdempotencyRecord::of(write.clone(), render(&pet)))
+            }
+            None => None,
+        };
+        self.output = Some(KeyUse::First(pet));
+        Ok(record)
+    }
+
+    /// The pet this addition created, once the batch's statements ran: none when its key
+    /// was claimed before.
+    pub(crate) fn created(&self) -> Option<&Pet> {
+        match &self.output {
+            Some(KeyUse::First(pet)) => Some(pet),
+            _ => None,
+        }
+    }
+
+    /// The pet added, once it is.
+    fn pet_added(&self) -> Result<&Pet, DbErr> {
+        match &self.output {
+            Some(KeyUse::First(pet)) => Ok(pet),
+            _ => Err(misused()),
+        }
+    }
+
+    /// Adds the pet on its own, with its own statements.
+    async fn add_alone(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
+        let new = self.pet.take().ok_or_else(misused)?;
+        let Some(Keyed { write, render }) = &mut self.keyed else {
+            self.output = Some(KeyUse::First(pet_rows::insert(txn, new).await?));
+            return Ok(());
+        };
+        if let Some(record) = claim(txn, write).await? {
+            self.output = Some(KeyUse::Again(record));
+            return Ok(());
+        }
+        let pet = pet_rows::insert(txn, new).await?;
+        let render = render.take().ok_or_else(misused)?;
+        fill(txn, write, render(&pet)).await?;
+        self.output = Some(KeyUse::First(pet));
+        Ok(())
+    }
+}
+
+fn misused() -> DbErr {
+    DbErr::Custom(JobMisused.to_string())
+}
+
+/// In `txn`: adds the pets of `additions`, the additions of one batch in order, with their
+/// idempotency records; each has its output then.
+pub(crate) async fn add_all(
+    txn: &DatabaseTransaction,
+    additions: Vec<&mut Addition>,
+) -> Result<(), DbErr> {
+    if additions.is_empty() {
+        return Ok(());
+    }
+    let (mut merged, alone) = first_of_each_key(additions);
+    let keyed = merged.iter().any(|addition| addition.keyed.is_some());
+    if merged.len() >= 2 || keyed {
+        match txn.get_database_backend() {
+            DbBackend::Postgres => postgres(txn, &mut merged).await?,
+            _ => sqlite(txn, &mut merged).await?,
+        }
+    } else {
+        for addition in merged {
+            addition.add_alone(txn).await?;
+        }
+    }
+    for addition in alone {
+        addition.add_alone(txn).await?;
+    }
+    Ok(())
+}
+
+/// Splits `additions` into those merged into the batch's statements and those added alone
+/// afterwards: the later additions under a key another addition of the batch holds.
+fn first_of_each_key(additions: Vec<&mut Addition>) -> (Vec<&mut Addition>, Vec<&mut Addition>) {
+    let mut held = HashSet::new();
+    additions.into_iter().partition(|addition| match &addition.keyed {
+        Some(Keyed { write, .. }) => held
+            .insert((write.owner.as_str().to_owned(), write.idempotency_key.as_str().to_owned())),
+        None => true,
+    })
+}
+
+/// On SQLite: one statement adds the pets of `merged`, additions under distinct keys, and
+/// one claims their keys.
+async fn sqlite(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {
+    let new = merged.iter().map(|addition| addition.new_pet()).collect::<Result<Vec<_>, _>>()?;
+    let ids = pet_rows::sqlite_insert_many(txn, &new).await?;
+    let records = added(merged, &ids)?;
+    claim_keys(txn, merged, &ids, &records, None).await
+}
+
+async fn postgres(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {
+    let ids = pet_rows::take_postgres_ids(txn, merged.len()).await?;
+    let records = added(merged, &ids)?;
+    let pets = merged.iter().map(|addition| addition.pet_added()).collect::<Result<Vec<_>, _>>()?;
+    let rows = pet_rows::postgres_rows(&pets);
+    claim_keys(txn, merged, &ids, &records, Some(rows)).await
+}
+
+/// Hands each of `merged` its id; returns their records, for those added under a key.
+fn added(
+    merged: &mut [&mut Addition],
+    ids: &[PetId],
+) -> Result<Vec<Option<IdempotencyRecord>>, DbErr> {
+    merged.iter_mut().zip(ids).map(|(addition, &id)| addition.added(id)).collect()
+}
+
+/// Claims the keys of `records` (one for each of `merged`, whose pets have `ids`) with one
+/// statement, beside `alongside`. Every addition whose key was claimed before answers that
+/// record, and its pet is deleted again.
+async fn claim_keys(
+    txn: &DatabaseTransaction,
+    merged: &mut [&mut Addition],
+    ids: &[PetId],
+    records: &[Option<IdempotencyRecord>],
+    alongside: Option<InsertStatement>,
+) -> Result<(), DbErr> {
+    let claiming: Vec<&IdempotencyRecord> = records.iter().flatten().collect();
+    let before = claim_all(txn, &claiming, alongside).await?;
+    let lost = answer_claimed(merged, ids, records, before);
+    pet_rows::delete(txn, &lost).await
+}
+
+/// Once the keys of `records` (one for each of `merged`, whose pets have `ids`) were
+/// claimed: every addition whose key was claimed `before` answers that record. Returns the
+/// ids of their pets, to delete again.
+fn answer_claimed(
+    merged: &mut [&mut Addition],
+    ids: &[PetId],
+    records: &[Option<IdempotencyRecord>],
+    before: Vec<Option<IdempotencyRecord>>,
+) -> Vec<PetId> {
+    let keyed = (0..records.len()).filter(|&n| records[n].is_some());
+    let mut lost = Vec::new();
+    for (n, record) in keyed.zip(before) {
+        if let Some(record) = record {
+            merged[n].output = Some(KeyUse::Again(record));
+            lost.push(ids[n]);
+        }
+    }
+    lost
+}
