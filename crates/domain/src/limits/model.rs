@@ -308,36 +308,6 @@ impl RateLimitState {
         let mut scratch = *self;
         scratch.check(quota, policy, suspendable, now)
     }
-
-    /// Whether forgetting this state at `now` would let its subject through sooner: it is
-    /// suspended, or it was refused in the current minute and not admitted since. (A client
-    /// address can only be refused by its minute window, its day holding 1,440 minutes of
-    /// quota; keys, whose day can refuse them, are never forgotten early by the stores.) A
-    /// restriction thus lasts a minute at most unless it is a suspension, so that filling a
-    /// store with restricted subjects costs as much as being refused every minute.
-    pub fn is_restricted(&self, now: u64) -> bool {
-        now < self.suspended_until || (self.refusals > 0 && now / MINUTE == u64::from(self.minute))
-    }
-
-    /// The state of a subject whose windows are both spent at `now`: what a store that
-    /// cannot keep a newcomer's counters answers it with, rather than forget a restricted
-    /// subject to make room.
-    pub fn spent(quota: Quota, now: u64) -> Self {
-        Self {
-            minute: u32::try_from(now / MINUTE).unwrap_or(u32::MAX),
-            minute_count: quota.per_minute.get(),
-            day: u32::try_from(now / DAY).unwrap_or(u32::MAX),
-            day_count: quota.per_day.get(),
-            refusals: 0,
-            suspended_until: 0,
-        }
-    }
-
-    /// The last instant (Unix seconds) at which this state still matters: the end of its
-    /// day window or of its suspension, whichever is later. Stores may forget it afterwards.
-    pub fn relevant_until(&self) -> u64 {
-        (u64::from(self.day) * DAY + DAY).max(self.suspended_until)
-    }
 }
 
 #[cfg(test)]
