@@ -1,5 +1,5 @@
 //! The `account` operation: `getRateLimit` (beta), the caller's plan and both windows, as
-//! GitHub's `GET /rate_limit` gives them (`docs/api.md#getratelimit`).
+//! GitHub's `GET /rate_limit` gives them (`docs/api.md#getratelimit-get-v1rate_limit-beta`).
 //!
 //! It spends none of the key's quota: the guard (`middleware/guard.rs`) only looks at the
 //! key's windows, and counts the request under the key's own inquiry quota instead (60 a
