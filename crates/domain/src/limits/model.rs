@@ -7,7 +7,7 @@
 //! goes on calling while limited is suspended for a while.
 //!
 //! Everything here is pure arithmetic on Unix seconds: [`RateLimitState::check`] is the whole
-//! state machine, and every [`RateLimiter`] adapter (in memory, in moka, in a shared store
+//! state machine, and every [`RateLimiter`](crate::RateLimiter) adapter (in memory, in moka, in a shared store
 //! later) stores [`RateLimitState`]s and runs that one function under a per-subject lock, so
 //! they cannot disagree on the rules.
 
@@ -127,7 +127,7 @@ pub struct Decision {
 
 impl Decision {
     /// This decision once its slot is given back in `windows` (see
-    /// [`RateLimiter::give_back`]): those windows admit one more request. A refusal stays as
+    /// [`RateLimiter::give_back`](crate::RateLimiter::give_back)): those windows admit one more request. A refusal stays as
     /// it is.
     #[must_use]
     pub fn given_back(mut self, windows: GiveBack) -> Self {
@@ -155,7 +155,7 @@ impl Decision {
     }
 
     /// The windows as they stand before the request this decision is about: a peek
-    /// ([`RateLimiter::peek`]) that would admit the request shows the windows after it,
+    /// ([`RateLimiter::peek`](crate::RateLimiter::peek)) that would admit the request shows the windows after it,
     /// one request fewer in each; a refusal shows them as they are.
     #[must_use]
     pub fn as_it_stands(mut self) -> Self {

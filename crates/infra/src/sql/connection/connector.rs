@@ -9,7 +9,7 @@ use sea_orm::{ConnectOptions, DatabaseConnection, DbErr};
 
 use crate::sql::connection::errors::DatabaseError;
 
-/// Which database server a [`Database`] talks to.
+/// Which database server a database is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     /// An SQLite file.
