@@ -1,10 +1,10 @@
-//! The domain of Animal Store: what a pet is, what an API key and a plan are, the ports the
-//! outside world must provide, and the use cases that tie them together.
+//! The domain of Animal Store: what a pet is, what an API key and a plan are, the ports the outside
+//! world must provide, and the use cases that tie them together.
 //!
 //! # Layout
 //!
-//! One folder per feature, each with its `model` (the values and their rules), its `ports`
-//! (the traits adapters implement) and its `service` (the use cases), under those names:
+//! One folder per feature, each with its `model` (the values and their rules), its `ports` (the
+//! traits adapters implement) and its `service` (the use cases), under those names:
 //!
 //! - [`pets`]: pets, their changes and the inventory.
 //! - [`orders`]: orders reserving pets.
@@ -15,9 +15,9 @@
 //! - [`webhooks`]: events pushed to endpoints, their deliveries and attempts.
 //!
 //! Beside them, what every feature shares: [`ports`] (the time, the health checks),
-//! [`repository_error`], [`listing`] (a page of a listing), [`ids`] (the id of an order), [`name_rule`] (the rule for
-//! names people type) and [`excerpt`](mod@excerpt) (how much of a client's value a message
-//! repeats).
+//! [`repository_error`], [`listing`] (a page of a listing), [`ids`] (the id of an order),
+//! [`name_rule`] (the rule for names people type) and [`excerpt`](mod@excerpt) (how much of a
+//! client's value a message repeats).
 //!
 //! Every public item is re-exported here, so that the other crates name `Pet`, not its path.
 //!

@@ -1,14 +1,14 @@
 //! The layer next to the operations: idempotent retries of `createPet` and `placeOrder`
 //! (`docs/api.md#idempotent-retries`).
 //!
-//! A request to one of them with an authenticated key and an `Idempotency-Key` header is
-//! taken here before its operation runs: a malformed header is 400 `invalid_request`, and a
-//! key whose request still runs in this process is 409 `idempotency_in_progress`. Otherwise
-//! the operation runs holding the key (`idempotency::KeyedWrite` in the request): its write looks the
-//! key up in its own transaction, and either stores its outcome with what it creates, or
-//! finds the key used before: then the operation answers with the stored response marked
-//! `Idempotent-Replayed: true` (`idempotency::replay`) when the request is the same, and 422
-//! `idempotency_key_reused` when it is not. The header is ignored on every other operation.
+//! A request to one of them with an authenticated key and an `Idempotency-Key` header is taken here
+//! before its operation runs: a malformed header is 400 `invalid_request`, and a key whose request
+//! still runs in this process is 409 `idempotency_in_progress`. Otherwise the operation runs
+//! holding the key (`idempotency::KeyedWrite` in the request): its write looks the key up in its
+//! own transaction, and either stores its outcome with what it creates, or finds the key used
+//! before: then the operation answers with the stored response marked `Idempotent-Replayed: true`
+//! (`idempotency::replay`) when the request is the same, and 422 `idempotency_key_reused` when it
+//! is not. The header is ignored on every other operation.
 
 use std::sync::Arc;
 

@@ -4,7 +4,8 @@
 //! - [`plan`]: the plans and their request quotas.
 //! - [`scope`]: what a key may do.
 //! - [`ports`]: where keys are kept.
-//! - [`service`]: issuing, listing, revoking and rotating keys, and checking the key a request presents.
+//! - [`service`]: issuing, listing, revoking and rotating keys, and checking the key a request
+//!   presents.
 
 pub mod model;
 pub mod plan;

@@ -1,14 +1,14 @@
 //! Rate limits: windows, quotas and the decision to admit a request
 //! (`docs/api.md#plans-and-rate-limits`).
 //!
-//! Each subject (an API key, or a client address for requests without a valid key) has two
-//! fixed windows: the current UTC minute and the current UTC day. A request is admitted only
-//! if both have room; an admitted request counts in both, a refused one in neither. A key that
-//! goes on calling while limited is suspended for a while.
+//! Each subject (an API key, or a client address for requests without a valid key) has two fixed
+//! windows: the current UTC minute and the current UTC day. A request is admitted only if both have
+//! room; an admitted request counts in both, a refused one in neither. A key that goes on calling
+//! while limited is suspended for a while.
 //!
-//! Everything here is pure arithmetic on Unix seconds: [`RateLimitState::check`] is the whole
-//! state machine, and every [`RateLimiter`](crate::RateLimiter) adapter (in memory, in moka, in a shared store
-//! later) stores [`RateLimitState`]s and runs that one function under a per-subject lock, so
+//! Everything here is pure arithmetic on Unix seconds: [`RateLimitState::check`] is the whole state
+//! machine, and every [`RateLimiter`](crate::RateLimiter) adapter (in memory, in moka, in a shared
+//! store later) stores [`RateLimitState`]s and runs that one function under a per-subject lock, so
 //! they cannot disagree on the rules.
 
 use std::net::IpAddr;
@@ -127,8 +127,8 @@ pub struct Decision {
 
 impl Decision {
     /// This decision once its slot is given back in `windows` (see
-    /// [`RateLimiter::give_back`](crate::RateLimiter::give_back)): those windows admit one more request. A refusal stays as
-    /// it is.
+    /// [`RateLimiter::give_back`](crate::RateLimiter::give_back)): those windows admit one more
+    /// request. A refusal stays as it is.
     #[must_use]
     pub fn given_back(mut self, windows: GiveBack) -> Self {
         if self.is_admitted() {
@@ -155,8 +155,8 @@ impl Decision {
     }
 
     /// The windows as they stand before the request this decision is about: a peek
-    /// ([`RateLimiter::peek`](crate::RateLimiter::peek)) that would admit the request shows the windows after it,
-    /// one request fewer in each; a refusal shows them as they are.
+    /// ([`RateLimiter::peek`](crate::RateLimiter::peek)) that would admit the request shows the
+    /// windows after it, one request fewer in each; a refusal shows them as they are.
     #[must_use]
     pub fn as_it_stands(mut self) -> Self {
         if self.is_admitted() {

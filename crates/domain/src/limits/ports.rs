@@ -44,14 +44,15 @@ pub trait RateLimiter: Send + Sync + 'static {
     /// The decision a request of `subject` would get now, without counting it.
     async fn peek(&self, subject: &Subject, quota: Quota) -> Decision;
 
-    /// Gives back, in `windows`, the slot of `subject` that [`Self::check`] admitted in
-    /// `taken`, for a request that turned out not to need it: both windows for a client
-    /// address's slot taken before its key was looked up, when the key proved valid or could
-    /// not be checked; the day's only for a `304 Not Modified`, which spends nothing of the
-    /// day's quota but still counts in its minute. The windows given back, if they are still
-    /// current, admit one more request; a window that has ended since is left alone (see
-    /// [`RateLimitState::give_back`](super::model::RateLimitState::give_back)). Giving back
-    /// a refused decision does nothing. Never waits longer than a decision does; a store that cannot be reached keeps the slot.
+    /// Gives back, in `windows`, the slot of `subject` that [`Self::check`] admitted in `taken`,
+    /// for a request that turned out not to need it: both windows for a client address's slot taken
+    /// before its key was looked up, when the key proved valid or could not be checked; the day's
+    /// only for a `304 Not Modified`, which spends nothing of the day's quota but still counts in
+    /// its minute. The windows given back, if they are still current, admit one more request; a
+    /// window that has ended since is left alone (see
+    /// [`RateLimitState::give_back`](super::model::RateLimitState::give_back)). Giving back a
+    /// refused decision does nothing. Never waits longer than a decision does; a store that cannot
+    /// be reached keeps the slot.
     async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack);
 
     /// The policy this limiter applies: suspensions, and the quota of a client address.

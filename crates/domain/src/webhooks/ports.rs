@@ -204,8 +204,8 @@ pub trait WebhookSender: Send + Sync + 'static {
     ) -> Outcome;
 }
 
-/// Where an endpoint's address is checked on the network: its host resolved, and every
-/// address it resolves to checked (see [`is_refused_address`](crate::webhooks::model::is_refused_address)).
+/// Where an endpoint's address is checked on the network: its host resolved, and every address it
+/// resolves to checked (see [`is_refused_address`](crate::webhooks::model::is_refused_address)).
 #[async_trait]
 pub trait AddressCheck: Send + Sync + 'static {
     /// Whether deliveries to `url` may be made now.

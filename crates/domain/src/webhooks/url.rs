@@ -1,6 +1,6 @@
 //! An endpoint's address, and the rule it must keep: an `https` URL the service may call,
 //! whose host is, or resolves only to, globally reachable addresses (see
-//! [`global_address`](crate::webhooks::address)) (`docs/webhooks.md`, "Addresses the service
+//! [`address`](crate::webhooks::address)) (`docs/webhooks.md`, "Addresses the service
 //! refuses").
 
 use std::net::IpAddr;

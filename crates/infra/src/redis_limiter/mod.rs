@@ -1,21 +1,22 @@
 //! [`RedisRateLimiter`]: rate-limit counters in Redis, shared by every instance of the service.
 //!
-//! One round trip per decision: a Lua script (`script.lua`, run by EVALSHA and loaded
-//! again after `NOSCRIPT`) reads a subject's state, applies the rules of the in-process
-//! limiter and stores the result, atomically, so that no interleaving of instances admits
-//! one request more than the quota. The script returns the state as it found it, and the
-//! decision (verdict and headers) is computed from that with the domain's own
-//! [`RateLimitState::check`]: one definition of the rules decides what a client sees.
+//! One round trip per decision: a Lua script (`script.lua`, run by EVALSHA and loaded again after
+//! `NOSCRIPT`) reads a subject's state, applies the rules of the in-process limiter and stores the
+//! result, atomically, so that no interleaving of instances admits one request more than the quota.
+//! The script returns the state as it found it, and the decision (verdict and headers) is computed
+//! from that with the domain's own [`RateLimitState::check`]: one definition of the rules decides
+//! what a client sees.
 //!
 //! Each subject is one hash, `as:{key:ID}`, `as:{ip:ADDRESS}` or `as:{name:HEX}` (`as` is the
-//! configurable prefix; the braces are a Redis Cluster hash tag), that expires once no window or suspension can refuse any
-//! more. The windows are numbered by Redis's clock (`TIME`), one clock for every instance.
+//! configurable prefix; the braces are a Redis Cluster hash tag), that expires once no window or
+//! suspension can refuse any more. The windows are numbered by Redis's clock (`TIME`), one clock
+//! for every instance.
 //!
 //! When Redis does not answer within the timeout, or fails, the decision follows
-//! [`LimiterFailure`]; Redis is then left alone for [`RETRY_AFTER_FAILURE`] before it is
-//! tried again, so that an outage costs requests no waiting beyond the first timeout. The
-//! start and the end of an outage are logged once each, and each decision taken without Redis
-//! is counted in [`FALLBACK_METRIC`].
+//! [`LimiterFailure`]; Redis is then left alone for [`RETRY_AFTER_FAILURE`] before it is tried
+//! again, so that an outage costs requests no waiting beyond the first timeout. The start and the
+//! end of an outage are logged once each, and each decision taken without Redis is counted in
+//! [`FALLBACK_METRIC`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! Events over SeaORM, read on the reader pool and swept by the writer. They are written
 //! by the writer, with the changes they report, in their transaction: see
-//! [`event_rows`](crate::sql::rows::events), which says how their ids commit in order.
+//! [`rows::events`](crate::sql::rows::events), which says how their ids commit in order.
 
 use std::sync::Arc;
 

@@ -1,16 +1,16 @@
 //! Idempotency records over SeaORM.
 //!
 //! A write sent with an `Idempotency-Key` runs as one job of the database's writer (see
-//! [`writer`](crate::sql::writer::thread)), in one transaction: it claims the key by inserting its record
-//! (`INSERT ... ON CONFLICT DO UPDATE ... WHERE` the record there has expired, see
-//! [`records`](crate::sql::rows::records)), does the work, then fills the record in with the response. A
-//! key already claimed inserts nothing, and the job returns the record instead of doing the
-//! work. On PostgreSQL, a second process claiming the same key waits on the first one's row
+//! [`writer`](crate::sql::writer::thread)), in one transaction: it claims the key by inserting its
+//! record (`INSERT ... ON CONFLICT DO UPDATE ... WHERE` the record there has expired, see
+//! [`records`](crate::sql::rows::records)), does the work, then fills the record in with the
+//! response. A key already claimed inserts nothing, and the job returns the record instead of doing
+//! the work. On PostgreSQL, a second process claiming the same key waits on the first one's row
 //! until it commits, then finds the record: one of them does the work.
 //!
 //! Keyed additions of pets are merged with the other additions of their batch (see
-//! [`additions`](crate::sql::writer::additions)): their records are complete when they claim their keys, and one
-//! statement claims all of them.
+//! [`additions`](crate::sql::writer::additions)): their records are complete when they claim their
+//! keys, and one statement claims all of them.
 
 use std::sync::Arc;
 

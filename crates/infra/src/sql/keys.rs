@@ -1,7 +1,7 @@
 //! The API key store over SeaORM.
 //!
-//! Lookups go to the reader pool; every write (creation, revocation, last use) goes through
-//! the database's writer (see [`writer`](crate::sql::writer::thread)), like the pets', so that a failed
+//! Lookups go to the reader pool; every write (creation, revocation, last use) goes through the
+//! database's writer (see [`writer`](crate::sql::writer::thread)), like the pets', so that a failed
 //! commit can never leave a connection holding SQLite's write lock.
 
 use std::sync::Arc;

@@ -1,11 +1,11 @@
 //! The order repository over SeaORM.
 //!
-//! Placing an order and moving one are each one transaction with the change of the pet's
-//! status, run by the database's writer (see [`writer`](crate::sql::writer::thread)), so that they are as
+//! Placing an order and moving one are each one transaction with the change of the pet's status,
+//! run by the database's writer (see [`writer`](crate::sql::writer::thread)), so that they are as
 //! durable as a pet's creation and serialised with every other write of the process. Across
-//! processes sharing a PostgreSQL database, the pet is reserved by a conditional `UPDATE`
-//! (`... WHERE status = 'available'`), which one transaction alone can win, and an order is
-//! locked (`SELECT ... FOR UPDATE`) before its move is decided.
+//! processes sharing a PostgreSQL database, the pet is reserved by a conditional `UPDATE` (`...
+//! WHERE status = 'available'`), which one transaction alone can win, and an order is locked
+//! (`SELECT ... FOR UPDATE`) before its move is decided.
 //!
 //! Reads go to the reader pool, filtered by owner: another key's order is never read.
 

@@ -183,8 +183,8 @@ impl Connector {
         self.open(1, true).await
     }
 
-    /// The pragmas of every connection to an SQLite file, beyond the busy timeout: WAL, full syncs, foreign keys, a bounded WAL, and the
-    /// database's page limit if it has one.
+    /// The pragmas of every connection to an SQLite file, beyond the busy timeout: WAL, full syncs,
+    /// foreign keys, a bounded WAL, and the database's page limit if it has one.
     fn sqlite_pragmas(&self) -> Vec<(&'static str, String)> {
         let mut pragmas = vec![
             ("journal_mode", "WAL".to_owned()),

@@ -1,11 +1,11 @@
 //! Changing, removing and counting pets over SeaORM (see [`PetChanges`]).
 //!
-//! A change is one job of the database's writer (see [`writer`](crate::sql::writer::thread)): the pet
-//! is read, the client's precondition checked on it, the open order that holds it looked
-//! up when the change needs it free, and the row changed, in one transaction. Across
-//! processes sharing a PostgreSQL database the pet's row is locked first (`SELECT ... FOR
-//! UPDATE`), so that an order placed or moved at the same time, which updates that row, is
-//! decided before or after the change, never beside it.
+//! A change is one job of the database's writer (see [`writer`](crate::sql::writer::thread)): the
+//! pet is read, the client's precondition checked on it, the open order that holds it looked up
+//! when the change needs it free, and the row changed, in one transaction. Across processes sharing
+//! a PostgreSQL database the pet's row is locked first (`SELECT ... FOR UPDATE`), so that an order
+//! placed or moved at the same time, which updates that row, is decided before or after the change,
+//! never beside it.
 //!
 //! The inventory adds up `pet_counts`, which triggers on `pets` keep (see the migration
 //! `m20261126_000007_pet_changes`): a handful of rows, however many pets there are.

@@ -1,12 +1,12 @@
 //! The pet repository over SeaORM.
 //!
-//! Reads run on the reader pool; on SQLite a read asked again is answered from the read
-//! cache (see [`read_cache`](crate::sql::pets::read_cache)) until the writer commits. Inserts go
-//! through the database's writer (see [`writer`](crate::sql::writer::thread)), which commits many of
-//! them in one transaction under load.
+//! Reads run on the reader pool; on SQLite a read asked again is answered from the read cache (see
+//! [`read_cache`](crate::sql::pets::read_cache)) until the writer commits. Inserts go through the
+//! database's writer (see [`writer`](crate::sql::writer::thread)), which commits many of them in
+//! one transaction under load.
 //!
 //! How a pet maps to its row, and the statements that add pets, are in
-//! [`pet_rows`](crate::sql::rows::pets).
+//! [`rows::pets`](crate::sql::rows::pets).
 
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
 //! Inserting one row and reading the id the database gave it.
 //!
-//! On SQLite the row is inserted by a plain `INSERT`, run to its end, and its id read from
-//! SQLite's last row id, never by `INSERT ... RETURNING`: see [`pet_rows`](crate::sql::rows::pets)
-//! for why. On PostgreSQL the statement returns the id.
+//! On SQLite the row is inserted by a plain `INSERT`, run to its end, and its id read from SQLite's
+//! last row id, never by `INSERT ... RETURNING`: see [`rows::pets`](crate::sql::rows::pets) for
+//! why. On PostgreSQL the statement returns the id.
 
 use sea_orm::sea_query::{Alias, InsertStatement};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr};

@@ -1,13 +1,13 @@
-//! The rows of the pets' table: how a pet maps to its row and back, and the statements that
-//! add and remove pets inside the writer's transactions (see [`writer`](crate::sql::writer::thread)).
+//! The rows of the pets' table: how a pet maps to its row and back, and the statements that add and
+//! remove pets inside the writer's transactions (see [`writer`](crate::sql::writer::thread)).
 //!
-//! On SQLite a row is inserted by a plain `INSERT`, run to its end, and its id read from
-//! SQLite's last row id. sea-orm's `exec` would ask for
-//! the id with `INSERT ... RETURNING` (its feature `sqlite-use-returning-for-3_35` reaches this build through
-//! sea-orm-migration), streaming the row back from the driver's worker thread, and with
-//! `ActiveModel::insert` through a fetch that leaves the statement open, which on SQLite
-//! blocks WAL checkpoints for good and lets the WAL grow without bound. `tests/sqlite.rs`
-//! checks the bound (and fails, at 64 MiB, when checkpoints are disabled).
+//! On SQLite a row is inserted by a plain `INSERT`, run to its end, and its id read from SQLite's
+//! last row id. sea-orm's `exec` would ask for the id with `INSERT ... RETURNING` (its feature
+//! `sqlite-use-returning-for-3_35` reaches this build through sea-orm-migration), streaming the row
+//! back from the driver's worker thread, and with `ActiveModel::insert` through a fetch that leaves
+//! the statement open, which on SQLite blocks WAL checkpoints for good and lets the WAL grow
+//! without bound. `tests/sqlite.rs` checks the bound (and fails, at 64 MiB, when checkpoints are
+//! disabled).
 
 use animal_store_domain::{CategoryId, NewPet, Pet, PetId, PetName, PetStatus, RepositoryError};
 use sea_orm::sea_query::{DeleteStatement, InsertStatement};

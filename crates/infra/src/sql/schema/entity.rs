@@ -171,7 +171,7 @@ pub mod pet_count {
 pub mod event {
     use sea_orm::entity::prelude::*;
 
-    /// One event. `object` is the pet or order after the change, as `sql/event_rows.rs` writes
+    /// One event. `object` is the pet or order after the change, as `sql/rows/events.rs` writes
     /// it; `owner` is the order's owner, `None` for a pet's event, which every key sees.
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
     #[sea_orm(table_name = "events")]

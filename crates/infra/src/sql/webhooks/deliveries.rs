@@ -1,13 +1,12 @@
 //! Webhook deliveries over SeaORM: claimed, recorded, and forgotten with their events.
 //!
 //! Deliveries are queued by the writer with the events they carry (see
-//! [`event_rows`](crate::sql::rows::events)). An instance claims the deliveries due by giving them a lease
-//! (see [`delivery_claims`](crate::sql::webhooks::claims)): a leased delivery is not due again until
-//! its lease ends (an instance that dies mid-attempt leaves its lease to run out, and the
-//! delivery is attempted again). A delivery is deleted once delivered or given up, its
-//! attempts keeping what came of it. The worker's writes stay out of the requests' way: on
-//! SQLite a claim is a read, and records are writer jobs; on PostgreSQL both run in
-//! transactions of their own.
+//! [`rows::events`](crate::sql::rows::events)). An instance claims the deliveries due by giving
+//! them a lease (see [`claims`](crate::sql::webhooks::claims)): a leased delivery is not due again
+//! until its lease ends (an instance that dies mid-attempt leaves its lease to run out, and the
+//! delivery is attempted again). A delivery is deleted once delivered or given up, its attempts
+//! keeping what came of it. The worker's writes stay out of the requests' way: on SQLite a claim is
+//! a read, and records are writer jobs; on PostgreSQL both run in transactions of their own.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -59,7 +58,7 @@ fn to_attempt(row: attempt::Model) -> Result<Attempt, RepositoryError> {
 
 /// In `txn`, as the events `ids` are swept: removes their deliveries (the table holds only
 /// those that wait: a scan is short). Their attempts are swept by age, on their own (see
-/// [`delivery_ends`](crate::sql::webhooks::ends)).
+/// [`ends`](crate::sql::webhooks::ends)).
 pub(crate) async fn forget_events(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbErr> {
     delivery::Entity::delete_many()
         .filter(delivery::Column::EventId.is_in(ids.iter().copied()))
@@ -74,7 +73,7 @@ impl SeaOrmWebhooks {
     /// connection. There, instances claim and record beside each other already, and the
     /// worker's statements in the writer's transactions would hold up the requests' writes
     /// committed with them (and the lock their events' ids take, see
-    /// [`event_rows`](crate::sql::rows::events)) by as many round trips.
+    /// [`rows::events`](crate::sql::rows::events)) by as many round trips.
     pub(crate) async fn worker_write<T, F>(&self, work: F) -> Result<T, RepositoryError>
     where
         T: Send + 'static,

@@ -26,7 +26,7 @@ use animal_store_domain::{
 use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr};
 
-use crate::sql::rows::pets as pet_rows;
+use crate::sql::rows;
 use crate::sql::rows::records::{claim, claim_all, fill};
 use crate::sql::writer::thread::{JobMisused, Reply, reply};
 
@@ -134,14 +134,14 @@ impl Addition {
     async fn add_alone(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
         let new = self.pet.take().ok_or_else(misused)?;
         let Some(Keyed { write, render }) = &mut self.keyed else {
-            self.output = Some(KeyUse::First(pet_rows::insert(txn, new).await?));
+            self.output = Some(KeyUse::First(rows::pets::insert(txn, new).await?));
             return Ok(());
         };
         if let Some(record) = claim(txn, write).await? {
             self.output = Some(KeyUse::Again(record));
             return Ok(());
         }
-        let pet = pet_rows::insert(txn, new).await?;
+        let pet = rows::pets::insert(txn, new).await?;
         let render = render.take().ok_or_else(misused)?;
         fill(txn, write, render(&pet)).await?;
         self.output = Some(KeyUse::First(pet));
@@ -195,17 +195,17 @@ fn first_of_each_key(additions: Vec<&mut Addition>) -> (Vec<&mut Addition>, Vec<
 /// one claims their keys.
 async fn sqlite(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {
     let new = merged.iter().map(|addition| addition.new_pet()).collect::<Result<Vec<_>, _>>()?;
-    let ids = pet_rows::sqlite_insert_many(txn, &new).await?;
+    let ids = rows::pets::sqlite_insert_many(txn, &new).await?;
     let records = added(merged, &ids)?;
     claim_keys(txn, merged, &ids, &records, None).await
 }
 
 async fn postgres(txn: &DatabaseTransaction, merged: &mut [&mut Addition]) -> Result<(), DbErr> {
-    let ids = pet_rows::take_postgres_ids(txn, merged.len()).await?;
+    let ids = rows::pets::take_postgres_ids(txn, merged.len()).await?;
     let records = added(merged, &ids)?;
     let pets = merged.iter().map(|addition| addition.pet_added()).collect::<Result<Vec<_>, _>>()?;
-    let rows = pet_rows::postgres_rows(&pets);
-    claim_keys(txn, merged, &ids, &records, Some(rows)).await
+    let pet_rows = rows::pets::postgres_rows(&pets);
+    claim_keys(txn, merged, &ids, &records, Some(pet_rows)).await
 }
 
 /// Hands each of `merged` its id; returns their records, for those added under a key.
@@ -229,7 +229,7 @@ async fn claim_keys(
     let claiming: Vec<&IdempotencyRecord> = records.iter().flatten().collect();
     let before = claim_all(txn, &claiming, alongside).await?;
     let lost = answer_claimed(merged, ids, records, before);
-    pet_rows::delete(txn, &lost).await
+    rows::pets::delete(txn, &lost).await
 }
 
 /// Once the keys of `records` (one for each of `merged`, whose pets have `ids`) were

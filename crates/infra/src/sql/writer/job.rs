@@ -1,7 +1,7 @@
-//! What the stores hand the writer (see [`writer`](crate::sql::writer::thread)): additions of pets, which
-//! the pets' statements merge per batch (see [`additions`](crate::sql::writer::additions)), and any other
-//! statements, run one job after the other; then the events of every change the jobs made,
-//! in one statement (see [`event_rows`](crate::sql::rows::events)).
+//! What the stores hand the writer (see [`writer`](crate::sql::writer::thread)): additions of pets,
+//! which the pets' statements merge per batch (see [`additions`](crate::sql::writer::additions)),
+//! and any other statements, run one job after the other; then the events of every change the jobs
+//! made, in one statement (see [`rows::events`](crate::sql::rows::events)).
 
 use animal_store_domain::{
     IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError, to_the_second,
@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
 
-use crate::sql::rows::events as event_rows;
+use crate::sql::rows;
 use crate::sql::writer::additions::{Addition, add_all};
 use crate::sql::writer::thread::{self, JobMisused, Reply, Work, reply};
 
@@ -57,7 +57,7 @@ impl Work for Job {
                 changes.extend(statements.take_events());
             }
         }
-        event_rows::record(txn, &changes).await
+        rows::events::record(txn, &changes).await
     }
 
     fn finish(self, outcome: Result<(), RepositoryError>) {

@@ -1,37 +1,36 @@
 //! The single writer: every write to a database runs on one thread that owns one connection.
 //!
-//! Callers hand the writer a job and wait. The writer takes everything queued, up to
-//! [`MAX_BATCH`] jobs, runs them in one transaction and commits once (group commit): under
-//! load many writes share one durable sync; alone, a write is committed at once. Each caller
-//! gets its own output back after the commit, or the error that undid the whole transaction.
-//! Because the writer runs on its own, a client that hangs up cannot interrupt a transaction
-//! halfway.
+//! Callers hand the writer a job and wait. The writer takes everything queued, up to [`MAX_BATCH`]
+//! jobs, runs them in one transaction and commits once (group commit): under load many writes share
+//! one durable sync; alone, a write is committed at once. Each caller gets its own output back
+//! after the commit, or the error that undid the whole transaction. Because the writer runs on its
+//! own, a client that hangs up cannot interrupt a transaction halfway.
 //!
-//! The writer counts the transactions it ends ([`Commits`]) before it answers their callers:
-//! the read cache gives no answer read before the count last changed (see
+//! The writer counts the transactions it ends ([`Commits`]) before it answers their callers: the
+//! read cache gives no answer read before the count last changed (see
 //! [`read_cache`](crate::sql::pets::read_cache)).
 //!
-//! The writer knows transactions, not what they write: it runs any [`Work`], a batch at a
-//! time. What the stores write, and how the jobs of one batch share statements, is
+//! The writer knows transactions, not what they write: it runs any [`Work`], a batch at a time.
+//! What the stores write, and how the jobs of one batch share statements, is
 //! [`job`](crate::sql::writer::job)'s business.
 //!
-//! The writer's thread has a runtime of its own. Every statement of a transaction is a round
-//! trip to the database, and the next one waits for its reply: on the service's runtime, the
-//! writer would wait behind the requests' tasks after every reply, and under load that wait,
-//! not the database, set the pace of every write.
+//! The writer's thread has a runtime of its own. Every statement of a transaction is a round trip
+//! to the database, and the next one waits for its reply: on the service's runtime, the writer
+//! would wait behind the requests' tasks after every reply, and under load that wait, not the
+//! database, set the pace of every write.
 //!
 //! # The writer's invariant
 //!
 //! A transaction starts only on a connection that has never seen a failure. After any failed
-//! `BEGIN`, statement or `COMMIT`, the writer's connection is closed (SQLite and
-//! PostgreSQL roll back whatever they still had open, and release their locks) and the next
-//! transaction opens new ones. sea-orm and sqlx track a transaction depth of their own, and it can disagree with the
-//! database's after a failed `COMMIT`: SQLite may keep the transaction open, the depth stays
-//! above zero, and every later `begin()` becomes a savepoint inside a transaction that never
-//! ends. The writer therefore never trusts a connection after a failure, and `BEGIN` itself
-//! checks the database's state: on SQLite it is `BEGIN IMMEDIATE`, which SQLite refuses inside
-//! a transaction; on PostgreSQL it is followed by `SET TRANSACTION ISOLATION LEVEL`, which
-//! PostgreSQL refuses once a transaction has run a statement.
+//! `BEGIN`, statement or `COMMIT`, the writer's connection is closed (SQLite and PostgreSQL roll
+//! back whatever they still had open, and release their locks) and the next transaction opens new
+//! ones. sea-orm and sqlx track a transaction depth of their own, and it can disagree with the
+//! database's after a failed `COMMIT`: SQLite may keep the transaction open, the depth stays above
+//! zero, and every later `begin()` becomes a savepoint inside a transaction that never ends. The
+//! writer therefore never trusts a connection after a failure, and `BEGIN` itself checks the
+//! database's state: on SQLite it is `BEGIN IMMEDIATE`, which SQLite refuses inside a transaction;
+//! on PostgreSQL it is followed by `SET TRANSACTION ISOLATION LEVEL`, which PostgreSQL refuses once
+//! a transaction has run a statement.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The `events` table: one row per change of a pet or an order, written in the change's
 //! transaction; on PostgreSQL, beside it, `event_counter`, whose one row gives the events
-//! their ids in commit order (see `sql/event_rows.rs`).
+//! their ids in commit order (see `sql/rows/events.rs`).
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};
