@@ -8,6 +8,7 @@ mod ambiguity;
 mod backup;
 mod bounded;
 mod browser;
+mod by_ids;
 mod caching;
 mod changes;
 mod cli;

@@ -74,8 +74,8 @@ pub use orders::ports::OrderRepository;
 pub use orders::service::{OrderListing, OrderPage, OrderService, to_the_second};
 pub use pets::changes::{ChangePetError, Inventory, PetChange, PetPatch, Precondition};
 pub use pets::model::{
-    CategoryId, CategoryIdError, NewPet, Pet, PetId, PetName, PetNameError, PetStatus,
-    PetStatusError,
+    CategoryId, CategoryIdError, NewPet, Pet, PetId, PetIds, PetIdsError, PetName, PetNameError,
+    PetStatus, PetStatusError,
 };
 pub use pets::ports::{PetChanges, PetRepository};
 pub use pets::service::{GetPetError, PetListing, PetPage, PetService};

@@ -130,6 +130,11 @@ impl PetRepository for FaultyPetRepository {
         self.injector.call().await?;
         self.inner.list(status, after, count).await
     }
+
+    async fn get_many(&self, ids: &[PetId]) -> Result<Vec<Pet>, RepositoryError> {
+        self.injector.call().await?;
+        self.inner.get_many(ids).await
+    }
 }
 
 /// A [`PetChanges`] that fails on purpose.

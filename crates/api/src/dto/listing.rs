@@ -38,11 +38,18 @@ where
     })
 }
 
-/// The `Link` header of the page after the item at `after` of `listing` at `path`.
-pub fn next_link<F: Display, P>(path: &str, listing: &Listing<F, P>, after: i64) -> String {
+/// The `Link` header of the page after the item at `after` of `listing` at `path`; `more`
+/// is the rest of the listing's query (`&id=3&id=7`), if any.
+pub fn next_link<F: Display, P>(
+    path: &str,
+    listing: &Listing<F, P>,
+    more: &str,
+    after: i64,
+) -> String {
     let status = listing.filter.as_ref().map(|s| format!("&status={s}")).unwrap_or_default();
     let size: PageSize = listing.size;
-    format!("<{path}?limit={}{status}&cursor={}>; rel=\"next\"", size.get(), encode_cursor(after))
+    let cursor = encode_cursor(after);
+    format!("<{path}?limit={}{status}{more}&cursor={cursor}>; rel=\"next\"", size.get())
 }
 
 #[cfg(test)]
@@ -59,12 +66,15 @@ mod tests {
             after: None,
         };
         assert_eq!(
-            next_link("/v1/pets", &listing, 9),
-            format!("</v1/pets?limit=5&status=sold&cursor={}>; rel=\"next\"", encode_cursor(9))
+            next_link("/v1/pets", &listing, "&id=9&id=12", 9),
+            format!(
+                "</v1/pets?limit=5&status=sold&id=9&id=12&cursor={}>; rel=\"next\"",
+                encode_cursor(9)
+            )
         );
         let all: Listing<PetStatus, PetId> = Listing::default();
         assert_eq!(
-            next_link("/v1/store/orders", &all, 3),
+            next_link("/v1/store/orders", &all, "", 3),
             format!("</v1/store/orders?limit=20&cursor={}>; rel=\"next\"", encode_cursor(3))
         );
     }

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use animal_store_domain::{PageSize, PageSizeError, excerpt};
+use animal_store_domain::{PageSize, PageSizeError, PetId, PetIds, excerpt};
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseFromParameter, ParseResult, Type};
 
@@ -69,6 +69,61 @@ impl<S: Type> ParseFromParameter for RawParam<S> {
     fn parse_from_parameter(value: &str) -> ParseResult<Self> {
         Ok(Self::new(value.to_owned()))
     }
+}
+
+/// Every value of a repeated parameter (`id=3&id=7`), documented with the schema of `S`.
+pub type RawParams<S> = Documented<S, Vec<String>>;
+
+impl<S: Type> ParseFromParameter for RawParams<S> {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Self::new(vec![value.to_owned()]))
+    }
+
+    fn parse_from_parameters<I: IntoIterator<Item = A>, A: AsRef<str>>(
+        iter: I,
+    ) -> ParseResult<Self> {
+        Ok(Self::new(iter.into_iter().map(|value| value.as_ref().to_owned()).collect()))
+    }
+}
+
+/// The schema of `listPets`' `id`: 1 to [`PetIds::MAX`] int64 ids, each given as its own
+/// `id=` (`id=3&id=7`).
+pub struct PetIdsSchema;
+
+impl Type for PetIdsSchema {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        "list_integer(int64)".into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            items: Some(Box::new(i64::schema_ref())),
+            min_items: Some(1),
+            max_items: Some(PetIds::MAX),
+            ..MetaSchema::new("array")
+        }))
+    }
+
+    raw_value_is_self!();
+}
+
+/// `listPets`' `id`s: `invalid_request` when one is not an integer, `validation_failed`
+/// when there are more than [`PetIds::MAX`].
+pub fn parse_pet_ids(raw: &[String]) -> Result<PetIds, ApiError> {
+    let ids = raw
+        .iter()
+        .map(|id| {
+            id.parse().map(PetId::new).map_err(|_| {
+                let id = excerpt(id);
+                ApiError::invalid_request(format!("id must be an int64 integer, got {id:?}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    PetIds::new(ids).map_err(|e| ApiError::validation_failed(e.to_string()))
 }
 
 /// The schema of `listPets`' `limit`: an int64 within the bounds of [`PageSize`], its

@@ -160,9 +160,10 @@ fn error_example(operation: &str, status: u16) -> Value {
              again; register a new endpoint",
         ),
         (409, _) => (ErrorCode::Conflict, "an order cannot move from placed to delivered"),
-        (410, _) => {
-            (ErrorCode::Gone, "getPet was removed on 5 December 2030; use GET /v1/pets instead")
-        }
+        (410, _) => (
+            ErrorCode::Gone,
+            "getPet was removed on 5 December 2030; use GET /v1/pets?id=1 instead",
+        ),
         (412, _) => (
             ErrorCode::PreconditionFailed,
             "animal 1 has changed since the entity tag in If-Match was issued: get it again",

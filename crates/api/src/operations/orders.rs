@@ -226,7 +226,7 @@ impl OrdersApi {
         )?;
         let page = state.orders.list(&key.0.owner, listing).await?;
         let next =
-            page.next_after.map(|after| next_link("/v1/store/orders", &listing, after.get()));
+            page.next_after.map(|after| next_link("/v1/store/orders", &listing, "", after.get()));
         Ok(ListOrdersOk::Ok(JsonBody(page.items.into_iter().map(OrderBody::from).collect()), next))
     }
 

@@ -1,8 +1,10 @@
 //! The `animals` operations: `listPets`, `createPet`, the deprecated `getPet`, and the
 //! experimental `updatePet` and `deletePet` (`docs/api.md#changing-and-removing-an-animal`).
 
+use std::fmt::Write as _;
+
 use animal_store_domain::{
-    Answer, ChangePetError, Pet, PetId, Precondition, StoredResponse, excerpt,
+    Answer, ChangePetError, Pet, PetId, PetIds, Precondition, StoredResponse, excerpt,
 };
 use poem::http::{HeaderValue, header};
 use poem::web::Data;
@@ -23,7 +25,7 @@ use crate::deprecation::GET_PET;
 use crate::dto::field::ParseContext;
 use crate::dto::json::JsonBody;
 use crate::dto::listing::{listing, next_link};
-use crate::dto::params::{PageSizeSchema, RawParam};
+use crate::dto::params::{PageSizeSchema, PetIdsSchema, RawParam, RawParams, parse_pet_ids};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, OperationError};
 use crate::idempotency::{KeyedWrite, replay};
@@ -120,8 +122,10 @@ impl PetsApi {
     /// List animals
     ///
     /// Returns a page of animals ordered by id ascending, optionally only those with a
-    /// status. When more animals follow, the response carries a `Link` header with
-    /// `rel="next"` whose address returns the next page; the body stays a bare array.
+    /// status, or only those with the ids given (`id=3&id=7`: the read of one animal by id
+    /// that replaces `getPet`). When more animals follow, the response carries a `Link`
+    /// header with `rel="next"` whose address returns the next page; the body stays a bare
+    /// array.
     #[oai(path = "/pets", method = "get", operation_id = "listPets")]
     #[expect(
         clippy::too_many_arguments,
@@ -137,6 +141,9 @@ impl PetsApi {
         status: Query<Option<RawParam<PetStatusDto>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
         cursor: Query<Option<String>>,
+        /// Returns only the animals with these ids, each given as its own `id=` (1 to 100 of
+        /// them); an id no animal has is simply absent from the page.
+        id: Query<Option<RawParams<PetIdsSchema>>>,
         /// The `ETag` of an answer you have: if the answer is still the same, it is `304 Not
         /// Modified`, without a body, and spends nothing of the key's daily quota.
         #[oai(name = "If-None-Match")]
@@ -150,8 +157,13 @@ impl PetsApi {
             cursor.0.as_deref(),
             PetId::new,
         )?;
-        let page = state.pets.list(listing).await?;
-        let next = page.next_after.map(|after| next_link("/v1/pets", &listing, after.get()));
+        let ids = id.0.map(|ids| parse_pet_ids(&ids.into_inner())).transpose()?;
+        let (page, ids_query) = match &ids {
+            Some(ids) => (state.pets.list_by_ids(ids, listing).await?, ids_query(ids)),
+            None => (state.pets.list(listing).await?, String::new()),
+        };
+        let next =
+            page.next_after.map(|after| next_link("/v1/pets", &listing, &ids_query, after.get()));
         Ok(ListPetsOk::Ok(JsonBody(page.items.into_iter().map(PetBody::from).collect()), next))
     }
 
@@ -197,8 +209,8 @@ impl PetsApi {
 
     /// Get an animal (deprecated)
     ///
-    /// Deprecated: announced to be removed on 5 December 2030; use `GET /pets` with the
-    /// `status` filter instead. Every response carries `Deprecation`, `Sunset` and
+    /// Deprecated: announced to be removed on 5 December 2030; read animals by id with
+    /// `GET /pets?id=7` instead. Every response carries `Deprecation`, `Sunset` and
     /// `Link: </v1/pets>; rel="successor-version"`; from the sunset on, the answer is 410.
     #[oai(path = "/pets/:petId", method = "get", operation_id = "getPet", deprecated)]
     async fn get_pet(
@@ -213,14 +225,15 @@ impl PetsApi {
         #[oai(name = "If-None-Match")]
         _if_none_match: Header<Option<String>>,
     ) -> Result<GetPetOk, OperationError<GetPetErrors>> {
+        let id = parse_pet_id(pet_id.0.as_str());
         if GET_PET.is_past_sunset(state.clock.now()) {
-            return Err(ApiError::new(
-                ErrorCode::Gone,
-                "getPet was removed on 5 December 2030; use GET /v1/pets instead",
-            )
-            .into());
+            let successor =
+                id.map_or_else(|_| "/v1/pets".to_owned(), |id| format!("/v1/pets?id={id}"));
+            let message =
+                format!("getPet was removed on 5 December 2030; use GET {successor} instead");
+            return Err(ApiError::new(ErrorCode::Gone, message).into());
         }
-        let pet = state.pets.get(parse_pet_id(pet_id.0.as_str())?).await?;
+        let pet = state.pets.get(id?).await?;
         Ok(GetPetOk::Ok(JsonBody(pet.into())))
     }
 
@@ -365,6 +378,14 @@ fn replayed(stored: StoredResponse) -> poem::Response {
         response.headers_mut().insert(header::ETAG, tag);
     }
     response
+}
+
+/// The query of `ids` for a `Link` to the next page: `&id=3&id=7`.
+fn ids_query(ids: &PetIds) -> String {
+    ids.after(None).iter().fold(String::new(), |mut query, id| {
+        let _ = write!(query, "&id={id}");
+        query
+    })
 }
 
 /// The address of a pet.

@@ -37,6 +37,50 @@ impl fmt::Display for PetId {
     }
 }
 
+/// The animals a listing reads by id: 1 to [`PetIds::MAX`] ids, kept in ascending order,
+/// each once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PetIds(Vec<PetId>);
+
+/// Why a list of ids is not a valid [`PetIds`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum PetIdsError {
+    /// No id was given.
+    #[error("id must be given at least once")]
+    Empty,
+    /// More than [`PetIds::MAX`] ids were given.
+    #[error("id may be given at most {max} times, got {0}", max = PetIds::MAX)]
+    TooMany(usize),
+}
+
+impl PetIds {
+    /// The most ids one listing reads: a page's worth.
+    pub const MAX: usize = 100;
+
+    /// The ids, as a client gave them: in any order, repeats counted.
+    ///
+    /// # Errors
+    ///
+    /// [`PetIdsError`] when there are none, or more than [`Self::MAX`].
+    pub fn new(ids: impl IntoIterator<Item = PetId>) -> Result<Self, PetIdsError> {
+        let mut ids: Vec<PetId> = ids.into_iter().collect();
+        match ids.len() {
+            0 => return Err(PetIdsError::Empty),
+            given if given > Self::MAX => return Err(PetIdsError::TooMany(given)),
+            _ => {}
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(Self(ids))
+    }
+
+    /// The ids greater than `after` (all when `None`), ascending.
+    pub fn after(&self, after: Option<PetId>) -> &[PetId] {
+        let from = after.map_or(0, |after| self.0.partition_point(|id| *id <= after));
+        &self.0[from..]
+    }
+}
+
 /// A pet's name: 1 to 100 characters that follow the rule for names people type
 /// ([`check_name`]): no control, bidirectional control or line-breaking characters, nothing
 /// unassigned, combining marks on a base, and at least one character that shows.
@@ -229,6 +273,18 @@ impl Pet {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ids_are_one_to_a_hundred_kept_in_order_once() {
+        let ids = PetIds::new([7, 3, 7, 5].map(PetId::new)).expect("ids");
+        assert_eq!(ids.after(None), [3, 5, 7].map(PetId::new));
+        assert_eq!(ids.after(Some(PetId::new(3))), [5, 7].map(PetId::new));
+        assert_eq!(ids.after(Some(PetId::new(4))), [5, 7].map(PetId::new));
+        assert!(ids.after(Some(PetId::new(7))).is_empty());
+        assert_eq!(PetIds::new([]), Err(PetIdsError::Empty));
+        assert!(PetIds::new((1..=100).map(PetId::new)).is_ok());
+        assert_eq!(PetIds::new((1..=101).map(PetId::new)), Err(PetIdsError::TooMany(101)));
+    }
+
     use super::*;
 
     #[test]

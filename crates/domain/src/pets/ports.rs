@@ -36,6 +36,21 @@ pub trait PetRepository: Send + Sync + 'static {
         after: Option<PetId>,
         count: usize,
     ) -> Result<Vec<Pet>, RepositoryError>;
+
+    /// The pets of `ids` (ascending, each once), ordered by id ascending; an id no pet has is
+    /// simply absent. One [`PetRepository::get`] after another, unless the store overrides it
+    /// to read them at once.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    async fn get_many(&self, ids: &[PetId]) -> Result<Vec<Pet>, RepositoryError> {
+        let mut pets = Vec::with_capacity(ids.len());
+        for id in ids {
+            pets.extend(self.get(*id).await?);
+        }
+        Ok(pets)
+    }
 }
 
 /// Where pets are changed, removed and counted, beside the orders that hold them: an open

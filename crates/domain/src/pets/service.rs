@@ -9,7 +9,7 @@ use thiserror::Error;
 
 use crate::listing::{Listing, Page};
 use crate::pets::changes::{ChangePetError, Inventory, PetPatch, Precondition};
-use crate::pets::model::{NewPet, Pet, PetId, PetStatus};
+use crate::pets::model::{NewPet, Pet, PetId, PetIds, PetStatus};
 use crate::pets::ports::{PetChanges, PetRepository};
 use crate::repository_error::RepositoryError;
 
@@ -68,6 +68,27 @@ impl PetService {
     /// [`RepositoryError`] when the store cannot be read.
     pub async fn list(&self, listing: PetListing) -> Result<PetPage, RepositoryError> {
         let fetched = self.pets.list(listing.filter, listing.after, listing.fetch()).await?;
+        Ok(listing.page(fetched, |pet| pet.id))
+    }
+
+    /// One page of the pets of `ids`, the listing's status and position applied as to any
+    /// page; an id no pet has is simply absent.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store cannot be read.
+    pub async fn list_by_ids(
+        &self,
+        ids: &PetIds,
+        listing: PetListing,
+    ) -> Result<PetPage, RepositoryError> {
+        let wanted = ids.after(listing.after);
+        let found = if wanted.is_empty() { Vec::new() } else { self.pets.get_many(wanted).await? };
+        let fetched = found
+            .into_iter()
+            .filter(|pet| listing.filter.is_none_or(|status| pet.status == status))
+            .take(listing.fetch())
+            .collect();
         Ok(listing.page(fetched, |pet| pet.id))
     }
 

@@ -115,6 +115,14 @@ pub async fn pet_repository(repo: &dyn PetRepository) {
         );
     }
 
+    // Reading by ids finds the pets that exist, by id ascending.
+    let wanted = [created[7].id, created[2].id, PetId::new(max + 5), created[9].id];
+    let mut ids = wanted.to_vec();
+    ids.sort_unstable();
+    let expected = [created[2].clone(), created[7].clone(), created[9].clone()];
+    assert_eq!(repo.get_many(&ids).await.expect("get_many"), expected, "by ids, missing absent");
+    assert!(repo.get_many(&[]).await.expect("get_many").is_empty(), "no ids, no pets");
+
     // Concurrent creations all succeed with distinct ids.
     let concurrent = join_all(
         (0..40).map(|i| repo.create(new_pet(&format!("Racer {i}"), 7, PetStatus::Pending))),

@@ -209,6 +209,10 @@ impl PetRepository for MemoryPetRepository {
                 .collect()
         }))
     }
+
+    async fn get_many(&self, ids: &[PetId]) -> Result<Vec<Pet>, RepositoryError> {
+        Ok(self.read(|shelf| ids.iter().filter_map(|id| shelf.get(*id).cloned()).collect()))
+    }
 }
 
 #[async_trait]

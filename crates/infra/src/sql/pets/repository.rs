@@ -149,6 +149,15 @@ impl PetRepository for SeaOrmPetRepository {
     ) -> Result<Vec<Pet>, RepositoryError> {
         self.read(PetRead::Page { status, after, count }).await
     }
+
+    /// One statement (`id IN (...)`), on the reader pool; not kept by the read cache.
+    async fn get_many(&self, ids: &[PetId]) -> Result<Vec<Pet>, RepositoryError> {
+        let query = pet::Entity::find()
+            .filter(pet::Column::Id.is_in(ids.iter().map(|id| id.get())))
+            .order_by_asc(pet::Column::Id);
+        let rows = self.reads.run(query.all(&self.readers)).await?;
+        rows.into_iter().map(to_pet).collect()
+    }
 }
 
 #[cfg(test)]
