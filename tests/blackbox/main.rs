@@ -30,6 +30,7 @@ mod key_lifecycle;
 mod lockout;
 mod metrics;
 mod migrations;
+mod named_faults;
 mod names;
 mod orders;
 mod outages;

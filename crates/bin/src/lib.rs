@@ -18,6 +18,7 @@ mod failure;
 mod fixtures;
 mod keys;
 pub mod logs;
+mod memory_options;
 mod ready_file;
 mod schema;
 mod serve;

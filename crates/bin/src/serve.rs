@@ -104,7 +104,9 @@ async fn state(
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<AppState> {
     let wiring = stores.health_checks().into_iter().fold(
-        Wiring::new(stores.ports()).webhooks_allow_private(args.webhooks_allow_private),
+        Wiring::new(stores.ports())
+            .webhooks_allow_private(args.webhooks_allow_private)
+            .failing_key_checks(stores.key_checks_fail_every()),
         Wiring::health_check,
     );
     let wiring = if args.metrics {
@@ -191,7 +193,7 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
             .await
             .with_context(|| format!("cannot listen on {}", args.bind))?
-            .dropping_answers(stores.drop_answer_every());
+            .answer_faults(stores.answer_faults());
         let address = server.local_addr().context("the listener has no address")?;
         if let Some(path) = &args.ready_file {
             ready_file::write(path, address, &keys)
@@ -245,7 +247,10 @@ fn deliverer(
     stores: &Stores,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<animal_store_domain::Deliverer> {
-    let sender = animal_store_infra::HttpSender::new(args.webhooks_allow_private)?;
+    let sender = animal_store_infra::HttpSender::with_timeout(
+        args.webhooks_allow_private,
+        args.webhook_timeout,
+    )?;
     let schedule = animal_store_domain::Schedule { unit: args.webhook_retry_unit };
     let render: animal_store_domain::RenderEvent = Arc::new(animal_store_api::render_event);
     Ok(animal_store_domain::Deliverer::new(

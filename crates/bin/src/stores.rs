@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
+use animal_store_api::server::AnswerFaults;
 use animal_store_domain::{
     ApiKeyStore, EventLog, HealthCheck, IdempotencyStore, OrderRepository, PetChanges,
     PetRepository, WebhookDeliveries, WebhookEndpoints,
 };
 use animal_store_infra::faults::{
-    Faults, FaultyEventLog, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetChanges,
+    FaultyEventLog, FaultyIdempotencyStore, FaultyOrderRepository, FaultyPetChanges,
     FaultyPetRepository, Injector,
 };
 use animal_store_infra::{
@@ -17,6 +18,7 @@ use animal_store_infra::{
 use anyhow::Context;
 
 use crate::cli::Cli;
+use crate::memory_options::{MemoryOptions, memory_options};
 pub use crate::schema::Schema;
 use crate::schema::prepare;
 use crate::wiring::Ports;
@@ -37,8 +39,10 @@ pub enum Stores {
         idempotency: Arc<MemoryIdempotencyStore>,
         /// Keys.
         keys: Arc<MemoryApiKeyStore>,
-        /// Every Nth write that stores something loses its answer (`drop-answer-every`).
-        drop_answer_every: Option<u64>,
+        /// Every Nth check of a key fails (`key-store-unavailable-every`).
+        key_checks_fail_every: Option<u64>,
+        /// What becomes of the answers of stored writes (`drop-answer-every` and the like).
+        answers: AnswerFaults,
     },
     /// An SQL database.
     Sql(Database),
@@ -61,7 +65,7 @@ impl Stores {
         clock: Arc<dyn animal_store_domain::Clock>,
     ) -> anyhow::Result<Self> {
         if cli.database_url.is_memory() {
-            let MemoryOptions { faults, drop_answer_every } =
+            let MemoryOptions { faults, key_checks_fail_every, answers } =
                 memory_options(cli.database_url.expose())?;
             let faults = faults.map(Injector::new);
             let keys = Arc::new(MemoryApiKeyStore::new());
@@ -69,7 +73,15 @@ impl Stores {
             let pets = Arc::new(MemoryPetRepository::with_clock(clock).with_keys(keys.clone()));
             let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
             let idempotency = Arc::new(MemoryIdempotencyStore::new(pets.clone(), orders.clone()));
-            return Ok(Self::Memory { pets, faults, orders, idempotency, keys, drop_answer_every });
+            return Ok(Self::Memory {
+                pets,
+                faults,
+                orders,
+                idempotency,
+                keys,
+                key_checks_fail_every,
+                answers,
+            });
         }
         let options = DatabaseOptions {
             sqlite_max_pages: cli.sqlite_max_pages,
@@ -93,10 +105,19 @@ impl Stores {
         }
     }
 
-    /// Every how many stored writes an answer is dropped, on `memory://?drop-answer-every=N`.
-    pub fn drop_answer_every(&self) -> Option<u64> {
+    /// What becomes of the answers of stored writes, on `memory://?drop-answer-every=N` and
+    /// the like.
+    pub fn answer_faults(&self) -> AnswerFaults {
         match self {
-            Self::Memory { drop_answer_every, .. } => *drop_answer_every,
+            Self::Memory { answers, .. } => *answers,
+            Self::Sql(_) => AnswerFaults::default(),
+        }
+    }
+
+    /// Every how many checks of a key one fails, on `memory://?key-store-unavailable-every=N`.
+    pub fn key_checks_fail_every(&self) -> Option<u64> {
+        match self {
+            Self::Memory { key_checks_fail_every, .. } => *key_checks_fail_every,
             Self::Sql(_) => None,
         }
     }
@@ -258,101 +279,5 @@ pub fn check_url(url: &crate::cli::DatabaseUrl) -> anyhow::Result<()> {
         anyhow::bail!(
             "unsupported database URL {url}: expected sqlite://PATH, postgres://... or memory://"
         )
-    }
-}
-
-/// The options `memory://` takes, each `NAME=N`.
-const MEMORY_OPTIONS: [&str; 3] = ["latency-ms", "fail-every", "drop-answer-every"];
-
-/// What `memory://`'s options ask for.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct MemoryOptions {
-    /// The faults of the stores (`latency-ms`, `fail-every`); `None` for none.
-    faults: Option<Faults>,
-    /// `drop-answer-every`.
-    drop_answer_every: Option<u64>,
-}
-
-/// The options of `memory://?latency-ms=N&fail-every=N&drop-answer-every=N`: every store call
-/// waits `latency-ms`, every `fail-every`th call fails as an unreachable database would
-/// (503), and every `drop-answer-every`th stored write loses its answer.
-fn memory_options(url: &str) -> anyhow::Result<MemoryOptions> {
-    let options = url.strip_prefix("memory://").unwrap_or_default();
-    if options.is_empty() {
-        return Ok(MemoryOptions::default());
-    }
-    let Some(options) = options.strip_prefix('?') else {
-        anyhow::bail!(
-            "memory:// takes no path, only options: memory://?latency-ms=50&fail-every=10"
-        );
-    };
-    let mut faults = Faults::default();
-    let mut drop_answer_every = None;
-    for option in options.split('&').filter(|o| !o.is_empty()) {
-        let (name, value) = option.split_once('=').unwrap_or((option, ""));
-        let number = || {
-            value.parse::<u64>().map_err(|_| {
-                anyhow::anyhow!(
-                    "memory:// option {name}: expected a whole number of 0 or more, got {value:?}"
-                )
-            })
-        };
-        match name {
-            "latency-ms" => faults.latency = std::time::Duration::from_millis(number()?),
-            "fail-every" => match number()? {
-                0 => anyhow::bail!("memory:// option fail-every: expected 1 or more, got 0"),
-                n => faults.fail_every = Some(n),
-            },
-            "drop-answer-every" => match number()? {
-                0 => anyhow::bail!("memory:// option drop-answer-every: expected 1 or more, got 0"),
-                n => drop_answer_every = Some(n),
-            },
-            other => anyhow::bail!(
-                "unknown memory:// option {other:?}: expected one of {}",
-                MEMORY_OPTIONS.join(", ")
-            ),
-        }
-    }
-    let any_fault = faults != Faults::default();
-    Ok(MemoryOptions { faults: any_fault.then_some(faults), drop_answer_every })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_memory_option_is_in_the_help_and_in_the_harness_table() {
-        use clap::CommandFactory as _;
-        let help = crate::cli::Cli::command().render_long_help().to_string();
-        let testing = include_str!("../../../docs/testing.md");
-        for option in MEMORY_OPTIONS {
-            assert!(help.contains(&format!("{option}=N")), "{option} is missing from --help");
-            assert!(
-                testing.contains(&format!("| `{option}=N` | `memory://?...` |")),
-                "{option} is missing from docs/testing.md's table of harness settings"
-            );
-            assert!(memory_options(&format!("memory://?{option}=1")).is_ok(), "{option} is read");
-        }
-    }
-
-    #[test]
-    fn memory_options_are_read_and_mistakes_named() {
-        assert_eq!(memory_options("memory://").unwrap(), MemoryOptions::default());
-        let options = memory_options("memory://?latency-ms=50&fail-every=10").unwrap();
-        let faults = options.faults.unwrap();
-        assert_eq!((faults.latency.as_millis(), faults.fail_every), (50, Some(10)));
-        let drops = memory_options("memory://?drop-answer-every=3").unwrap();
-        assert_eq!(drops, MemoryOptions { faults: None, drop_answer_every: Some(3) });
-        for (url, message) in [
-            ("memory://?latency-ms=-5", "latency-ms"),
-            ("memory://?fail-every=0", "fail-every"),
-            ("memory://?drop-answer-every=0", "drop-answer-every"),
-            ("memory://?speed=1", "unknown memory:// option \"speed\""),
-            ("memory://x", "no path"),
-        ] {
-            let err = memory_options(url).unwrap_err().to_string();
-            assert!(err.contains(message), "{url}: {err}");
-        }
     }
 }

@@ -21,6 +21,7 @@ use animal_store_domain::{
     PetChanges, PetRepository, PetService, RateLimitPolicy, RateLimiter, WebhookDeliveries,
     WebhookEndpoints, WebhookService,
 };
+use animal_store_infra::faults::{Faults, FaultyApiKeyStore, Injector};
 use animal_store_infra::{CachedApiKeyStore, DnsAddressCheck, MokaRateLimiter, SystemClock};
 
 pub use crate::cli::RateLimiterKind;
@@ -40,6 +41,7 @@ pub struct Wiring {
     limiter: Limiter,
     health_checks: Vec<Arc<dyn HealthCheck>>,
     metrics: Option<SharedExporter>,
+    key_checks_fail_every: Option<u64>,
 }
 
 /// The stores the service runs on. `changes` must change the pets of `pets`, `orders` keep
@@ -96,6 +98,7 @@ impl Wiring {
             },
             health_checks: Vec::new(),
             metrics: None,
+            key_checks_fail_every: None,
         }
     }
 
@@ -139,6 +142,15 @@ impl Wiring {
     #[must_use]
     pub fn event_retention(mut self, retention: Duration) -> Self {
         self.event_retention = retention;
+        self
+    }
+
+    /// For harnesses (`memory://?key-store-unavailable-every=N`): every Nth check of a key
+    /// fails as an unreachable key store would, in front of the key cache, so that it counts
+    /// every request with a key; `None` for none.
+    #[must_use]
+    pub fn failing_key_checks(mut self, every: Option<u64>) -> Self {
+        self.key_checks_fail_every = every;
         self
     }
 
@@ -193,6 +205,7 @@ impl Wiring {
             limiter,
             health_checks,
             metrics,
+            key_checks_fail_every,
         } = self;
         let limiter: Arc<dyn RateLimiter> = match limiter {
             // Redis needs a connection first: `serve` connects and hands the adapter in.
@@ -201,7 +214,11 @@ impl Wiring {
             }
             Limiter::Given(limiter) => limiter,
         };
-        let keys = Arc::new(CachedApiKeyStore::new(keys, clock.clone()));
+        let mut keys: Arc<dyn ApiKeyStore> = Arc::new(CachedApiKeyStore::new(keys, clock.clone()));
+        if let Some(every) = key_checks_fail_every {
+            let injector = Injector::new(Faults { fail_every: Some(every), ..Faults::default() });
+            keys = Arc::new(FaultyApiKeyStore::failing_lookups(keys, injector));
+        }
         AppState::new(Services {
             pets: PetService::new(pets, changes),
             orders: OrderService::new(orders, clock.clone()),

@@ -138,7 +138,7 @@ impl HttpSender {
         Self::with_timeout(allow_private, ATTEMPT_TIMEOUT)
     }
 
-    /// [`HttpSender::new`] with another timeout, for tests.
+    /// [`HttpSender::new`] with another timeout (`--webhook-timeout`).
     ///
     /// # Errors
     ///

@@ -1,8 +1,6 @@
 //! The `animals` operations: `listPets`, `createPet`, the deprecated `getPet`, and the
 //! experimental `updatePet` and `deletePet` (`docs/api.md#changing-and-removing-an-animal`).
 
-use std::fmt::Write as _;
-
 use animal_store_domain::{
     Answer, ChangePetError, Pet, PetId, PetIds, Precondition, StoredResponse, excerpt,
 };
@@ -382,10 +380,7 @@ fn replayed(stored: StoredResponse) -> poem::Response {
 
 /// The query of `ids` for a `Link` to the next page: `&id=3&id=7`.
 fn ids_query(ids: &PetIds) -> String {
-    ids.after(None).iter().fold(String::new(), |mut query, id| {
-        let _ = write!(query, "&id={id}");
-        query
-    })
+    ids.after(None).iter().map(|id| format!("&id={id}")).collect::<Vec<_>>().concat()
 }
 
 /// The address of a pet.

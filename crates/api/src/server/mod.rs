@@ -13,8 +13,8 @@
 //! (`framing.rs`).
 
 mod accept;
+mod answers;
 mod connection;
-mod drops;
 mod framing;
 mod unread;
 
@@ -35,8 +35,9 @@ use poem::{Addr, Endpoint, EndpointExt, Response};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+pub use answers::AnswerFaults;
+use answers::{AnswerCounter, Fate};
 use connection::{Activity, Watched};
-use drops::AnswerDrops;
 use framing::{HeadScan, Heads};
 
 /// How long a client may take, and how many connections it may hold.
@@ -69,20 +70,20 @@ impl Default for Limits {
 pub struct Server {
     listener: TcpListener,
     limits: Limits,
-    drops: Option<Arc<AnswerDrops>>,
+    answers: Option<Arc<AnswerCounter>>,
 }
 
 impl Server {
     /// Listens on `address` (`host:port`).
     pub async fn bind(address: &str, limits: Limits) -> io::Result<Self> {
-        Ok(Self { listener: TcpListener::bind(address).await?, limits, drops: None })
+        Ok(Self { listener: TcpListener::bind(address).await?, limits, answers: None })
     }
 
-    /// For harnesses (`memory://?drop-answer-every=N`): every `every`th write that stores
-    /// something is not answered, its connection closed instead; `None` for none.
+    /// For harnesses (`memory://?drop-answer-every=N` and the like): what becomes of the
+    /// answers of stored writes, as [`AnswerFaults`] says.
     #[must_use]
-    pub fn dropping_answers(self, every: Option<u64>) -> Self {
-        Self { drops: AnswerDrops::new(every).map(Arc::new), ..self }
+    pub fn answer_faults(self, faults: AnswerFaults) -> Self {
+        Self { answers: AnswerCounter::new(faults).map(Arc::new), ..self }
     }
 
     /// The address it listens on.
@@ -96,7 +97,7 @@ impl Server {
     where
         E: Endpoint + 'static,
     {
-        let Self { listener, limits, drops } = self;
+        let Self { listener, limits, answers } = self;
         let local = listener.local_addr().ok();
         let app: Arc<dyn DynApp> = Arc::new(app.map_to_response());
         let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -125,7 +126,7 @@ impl Server {
                 Arc::clone(&app),
                 Arc::clone(&activity),
                 Arc::clone(&heads),
-                drops.clone(),
+                answers.clone(),
                 (local, remote),
             );
             let scan = HeadScan::new(heads);
@@ -181,8 +182,8 @@ struct AppService {
     activity: Arc<Activity>,
     /// What the connection's socket saw of its header blocks.
     heads: Arc<Heads>,
-    /// Only with `drop-answer-every`.
-    drops: Option<Arc<AnswerDrops>>,
+    /// Only with [`AnswerFaults`].
+    answers: Option<Arc<AnswerCounter>>,
     local: LocalAddr,
     remote: RemoteAddr,
 }
@@ -194,12 +195,12 @@ impl AppService {
         app: Arc<dyn DynApp>,
         activity: Arc<Activity>,
         heads: Arc<Heads>,
-        drops: Option<Arc<AnswerDrops>>,
+        answers: Option<Arc<AnswerCounter>>,
         (local, remote): (Option<SocketAddr>, SocketAddr),
     ) -> Self {
         let local = LocalAddr(local.map_or(Addr::Custom("unknown", "".into()), Addr::SocketAddr));
         let remote = RemoteAddr(Addr::SocketAddr(remote));
-        Self { app, activity, heads, drops, local, remote }
+        Self { app, activity, heads, answers, local, remote }
     }
 }
 
@@ -214,7 +215,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
     type Future = BoxFuture<'static, Result<Self::Response, AnswerDropped>>;
 
     fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        let Self { app, activity, heads, drops, local, remote } = self.clone();
+        let Self { app, activity, heads, answers, local, remote } = self.clone();
         Box::pin(async move {
             let _request = activity.begin_request();
             let mut req = poem::Request::from((req, local, remote, Scheme::HTTP));
@@ -225,13 +226,15 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
             let body = req.take_body();
             let (body, unread) = activity.time_body(req.headers(), body);
             req.set_body(body);
-            let method = drops.as_ref().map(|_| req.method().clone());
+            let method = answers.as_ref().map(|_| req.method().clone());
             let mut response = app.call(req).await;
-            if let (Some(drops), Some(method)) = (&drops, method)
-                && drops.drops(&method, &response)
-            {
-                // hyper closes a connection whose service fails, writing nothing.
-                return Err(AnswerDropped);
+            if let (Some(answers), Some(method)) = (&answers, method) {
+                match answers.fate(&method, &response).await {
+                    // hyper closes a connection whose service fails, writing nothing.
+                    Fate::Dropped => return Err(AnswerDropped),
+                    Fate::Unavailable => response = answers::unavailable(&response),
+                    Fate::Sent => {}
+                }
             }
             if let Some(unread) = unread {
                 unread.read_away(response.headers_mut()).await;

@@ -6,6 +6,7 @@ use animal_store_api::{DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL};
 
 mod database_url;
 mod keys;
+mod values;
 mod webhooks;
 
 use animal_store_domain::Environment;
@@ -13,6 +14,10 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 pub use database_url::DatabaseUrl;
 pub use keys::KeysCommand;
+use values::parse_network;
+pub use values::{
+    ForwardedHeaderName, LimiterFailureMode, LogFormat, RateLimiterKind, parse_duration,
+};
 pub use webhooks::WebhooksCommand;
 
 /// The Animal Store server and its administration commands.
@@ -20,11 +25,14 @@ pub use webhooks::WebhooksCommand;
 #[command(name = "animal-store", version, about)]
 pub struct Cli {
     /// The database: `sqlite://PATH` (created if missing), `postgres://USER:PASSWORD@HOST:PORT/DB`,
-    /// or `memory://` (nothing is kept; for demos and tests). `memory://` takes options for
-    /// harnesses (see docs/testing.md): `?latency-ms=N` (every request that reads or writes
-    /// data waits N ms), `fail-every=N` (every Nth such request gets 503),
-    /// `drop-answer-every=N` (every Nth stored write is not answered, its connection
-    /// closed), joined by `&`.
+    /// or `memory://` (nothing is kept; for demos and tests). `memory://` takes faults for
+    /// harnesses, joined by `&` (docs/testing.md names the operations each counts):
+    /// `?latency-ms=N` (every request that reads or writes data waits N ms), `fail-every=N`
+    /// (every Nth such request gets 503), `internal-error-every=N` (every Nth gets 500),
+    /// `key-store-unavailable-every=N` (every Nth request with a key gets 503: its key
+    /// cannot be checked), `drop-answer-every=N` (every Nth stored write is not answered,
+    /// its connection closed), `stored-then-unavailable-every=N` (every Nth stored write is
+    /// answered 503), `latency-after-store-ms=N` (every stored write's answer waits N ms).
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite://animal-store.db", global = true)]
     pub database_url: DatabaseUrl,
 
@@ -235,6 +243,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ANIMAL_STORE_WEBHOOKS_ALLOW_PRIVATE")]
     pub webhooks_allow_private: bool,
 
+    /// How long one delivery attempt waits for a webhook receiver's answer before it counts
+    /// as failed (and is retried on the schedule).
+    #[arg(long, env = "ANIMAL_STORE_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub webhook_timeout: Duration,
+
     /// What one second of the webhook retry schedule lasts (`1s`): tests shorten it.
     #[arg(long, env = "ANIMAL_STORE_WEBHOOK_RETRY_UNIT", default_value = "1s", value_parser = parse_duration, hide = true)]
     pub webhook_retry_unit: Duration,
@@ -273,19 +286,6 @@ pub struct ConnectionArgs {
     pub max_connections: Option<u32>,
 }
 
-/// A positive duration: `500ms`, `10s`, `2m`, `90d`..., or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let duration = match text.trim().parse::<u64>() {
-        Ok(seconds) => Duration::from_secs(seconds),
-        Err(_) => humantime::parse_duration(text.trim())
-            .map_err(|err| format!("{text:?} is not a duration such as 10s, 5m or 90d: {err}"))?,
-    };
-    if duration.is_zero() {
-        return Err("a duration must be longer than zero".to_owned());
-    }
-    Ok(duration)
-}
-
 /// What `--version` prints after the name: the version and the schema level (how many
 /// migrations this binary knows), `1.0.0 (schema 9)`.
 pub fn version() -> &'static str {
@@ -294,52 +294,6 @@ pub fn version() -> &'static str {
         let level = animal_store_infra::Database::schema_level();
         format!("{} (schema {level})", env!("CARGO_PKG_VERSION"))
     })
-}
-
-/// The header trusted proxies write the client into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ForwardedHeaderName {
-    /// `X-Forwarded-For`.
-    XForwardedFor,
-    /// RFC 7239 `Forwarded`.
-    Forwarded,
-}
-
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
-/// Where the rate-limit counters are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RateLimiterKind {
-    /// moka caches in this process.
-    #[value(alias = "memory")]
-    Moka,
-    /// Redis, shared by several instances.
-    Redis,
-}
-
-/// What a rate-limit decision does without Redis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LimiterFailureMode {
-    /// Count in this instance until Redis answers again.
-    Local,
-    /// Admit every request.
-    Open,
-    /// Answer 503.
-    Closed,
-}
-
-/// An address or a network: `10.0.0.1` or `10.0.0.0/8`.
-fn parse_network(text: &str) -> Result<ipnet::IpNet, String> {
-    text.parse::<ipnet::IpNet>()
-        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
-        .map_err(|_| format!("{text:?} is neither an IP address nor a CIDR network"))
 }
 
 /// Parses the command line, exiting with clap's message and code 2 on a mistake. An option

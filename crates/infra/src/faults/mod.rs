@@ -8,18 +8,21 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use animal_store_domain::{
-    ApiKey, ApiKeyStore, ChangePetError, Decision, Event, EventId, EventLog, EventType, GiveBack,
-    IdempotencyStore, IdempotentWrite, Inventory, KeyDigest, KeyId, KeyUse, NewOrder, NewPet,
-    Order, OrderId, OrderRepository, OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository,
-    PetStatus, PlaceOrderError, Precondition, Quota, RateLimitPolicy, RateLimiter, RenderOrder,
-    RenderPet, RepositoryError, Rotation, Subject, UpdateOrderError,
+    ChangePetError, Event, EventId, EventLog, EventType, IdempotencyStore, IdempotentWrite,
+    Inventory, KeyId, KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet,
+    PetChanges, PetId, PetPatch, PetRepository, PetStatus, PlaceOrderError, Precondition,
+    RenderOrder, RenderPet, RepositoryError, UpdateOrderError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use thiserror::Error;
+
+mod keys;
+
+pub use keys::{FaultyApiKeyStore, SlowRateLimiter};
 
 /// Which error an injected failure is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,20 +33,28 @@ pub enum FaultKind {
     Backend,
 }
 
-/// What to inject.
+/// What to inject. The calls are counted once for both kinds of failure: a call whose number
+/// both divide fails with `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Faults {
-    /// Every Nth call fails (the Nth, the 2Nth...); `None` for none.
+    /// Every Nth call fails (the Nth, the 2Nth...) with `kind`; `None` for none.
     pub fail_every: Option<u64>,
     /// The error of a failed call.
     pub kind: FaultKind,
+    /// Every Nth call fails with [`FaultKind::Backend`]: a 500; `None` for none.
+    pub backend_every: Option<u64>,
     /// How long every call waits before it runs (or fails).
     pub latency: Duration,
 }
 
 impl Default for Faults {
     fn default() -> Self {
-        Self { fail_every: None, kind: FaultKind::Unavailable, latency: Duration::ZERO }
+        Self {
+            fail_every: None,
+            kind: FaultKind::Unavailable,
+            backend_every: None,
+            latency: Duration::ZERO,
+        }
     }
 }
 
@@ -84,15 +95,19 @@ impl Injector {
             tokio::time::sleep(faults.latency).await;
         }
         let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        match faults.fail_every {
-            Some(every) if every > 0 && call.is_multiple_of(every) => Err(match faults.kind {
-                FaultKind::Unavailable => {
-                    RepositoryError::Unavailable(Box::new(InjectedFault { call }))
-                }
-                FaultKind::Backend => RepositoryError::Backend(Box::new(InjectedFault { call })),
-            }),
-            _ => Ok(()),
-        }
+        let every = |n: Option<u64>| n.is_some_and(|n| n > 0 && call.is_multiple_of(n));
+        let kind = if every(faults.fail_every) {
+            faults.kind
+        } else if every(faults.backend_every) {
+            FaultKind::Backend
+        } else {
+            return Ok(());
+        };
+        let fault = Box::new(InjectedFault { call });
+        Err(match kind {
+            FaultKind::Unavailable => RepositoryError::Unavailable(fault),
+            FaultKind::Backend => RepositoryError::Backend(fault),
+        })
     }
 }
 
@@ -300,98 +315,5 @@ impl IdempotencyStore for FaultyIdempotencyStore {
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
         self.inner.sweep(before, batch).await
-    }
-}
-
-/// An [`ApiKeyStore`] that fails on purpose.
-pub struct FaultyApiKeyStore {
-    inner: Arc<dyn ApiKeyStore>,
-    injector: Arc<Injector>,
-}
-
-impl FaultyApiKeyStore {
-    /// `inner`, failing as `injector` decides.
-    pub fn new(inner: Arc<dyn ApiKeyStore>, injector: Arc<Injector>) -> Self {
-        Self { inner, injector }
-    }
-}
-
-#[async_trait]
-impl ApiKeyStore for FaultyApiKeyStore {
-    async fn create(&self, key: &ApiKey) -> Result<(), RepositoryError> {
-        self.injector.call().await?;
-        self.inner.create(key).await
-    }
-
-    async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
-        self.injector.call().await?;
-        self.inner.find_by_digest(digest).await
-    }
-
-    async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {
-        self.injector.call().await?;
-        self.inner.list().await
-    }
-
-    async fn revoke(&self, id: &KeyId, at: SystemTime) -> Result<Option<ApiKey>, RepositoryError> {
-        self.injector.call().await?;
-        self.inner.revoke(id, at).await
-    }
-
-    async fn rotate(
-        &self,
-        successor: &ApiKey,
-        old: &KeyId,
-        now: SystemTime,
-        until: SystemTime,
-    ) -> Result<Rotation, RepositoryError> {
-        self.injector.call().await?;
-        self.inner.rotate(successor, old, now, until).await
-    }
-
-    async fn touch(&self, id: &KeyId, at: SystemTime) -> Result<(), RepositoryError> {
-        self.injector.call().await?;
-        self.inner.touch(id, at).await
-    }
-}
-
-/// A [`RateLimiter`] that lags on purpose. Its port cannot fail (every request gets a
-/// decision), so only the latency of the [`Faults`] applies: for tests of what a slow shared
-/// limiter store does to requests.
-pub struct SlowRateLimiter {
-    inner: Arc<dyn RateLimiter>,
-    latency: Duration,
-}
-
-impl SlowRateLimiter {
-    /// `inner`, each decision `latency` late.
-    pub fn new(inner: Arc<dyn RateLimiter>, latency: Duration) -> Self {
-        Self { inner, latency }
-    }
-}
-
-#[async_trait]
-impl RateLimiter for SlowRateLimiter {
-    async fn check(&self, subject: &Subject, quota: Quota) -> Decision {
-        tokio::time::sleep(self.latency).await;
-        self.inner.check(subject, quota).await
-    }
-
-    async fn peek(&self, subject: &Subject, quota: Quota) -> Decision {
-        tokio::time::sleep(self.latency).await;
-        self.inner.peek(subject, quota).await
-    }
-
-    async fn give_back(&self, subject: &Subject, taken: &Decision, windows: GiveBack) {
-        tokio::time::sleep(self.latency).await;
-        self.inner.give_back(subject, taken, windows).await;
-    }
-
-    fn policy(&self) -> RateLimitPolicy {
-        self.inner.policy()
-    }
-
-    fn subjects(&self) -> Option<u64> {
-        self.inner.subjects()
     }
 }
