@@ -77,7 +77,7 @@ async fn fixtures_and_the_ready_file_are_all_a_harness_needs() {
 fn bad_harness_input_is_refused_before_anything_listens() {
     let dir = tempfile::tempdir().expect("a directory");
     let ready = dir.path().join("ready.json");
-    let cases: [(&str, Option<&str>, &str); 13] = [
+    let cases: [(&str, Option<&str>, &str); 14] = [
         ("sqlite://x.db", Some(FIXTURES), "--fixtures is for memory:// only"),
         ("memory://", Some("not json"), "not the expected JSON"),
         (
@@ -117,6 +117,11 @@ fn bad_harness_input_is_refused_before_anything_listens() {
                     "orders":[{"key":"a","petId":1},{"key":"a","petId":1}]}"#,
             ),
             "orders[1]: pet 1 has an order already",
+        ),
+        (
+            "memory://",
+            Some(r#"{"keys":[{"name":"a","plan":"free","expiresAt":1000}]}"#),
+            "keys[0] (a): expiresAt must be after the time at start",
         ),
         ("memory://?drop-answer-every=0", None, "drop-answer-every"),
         ("memory://?latency-ms=-1", None, "latency-ms"),

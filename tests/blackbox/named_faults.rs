@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::conditional::remaining;
-use crate::harness::{Client, Server, json};
+use crate::harness::{Client, Server, TestClock, json};
+use crate::harness_contract::fixtures_file;
 use crate::webhooks::{add_pet, first_attempt, register};
 
 /// A memory server with `options`, and a client of its `demo` key.
@@ -137,4 +138,35 @@ async fn a_receiver_that_does_not_answer_times_out_at_the_webhook_timeout() {
     assert_eq!(attempt["outcome"], "timeout", "{attempt}");
     assert!(began.elapsed() < Duration::from_secs(5), "not the 10 s default");
     held.abort();
+}
+
+#[tokio::test]
+async fn fixture_keys_expire_and_are_revoked_on_the_clock_files_time() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let start = 1_900_000_000_u64;
+    let clock = TestClock::at(dir.path(), start);
+    let fixtures = fixtures_file(
+        &dir,
+        &json!({"keys": [
+            {"name": "leaving", "plan": "free", "expiresAt": start + 60},
+            {"name": "fired", "plan": "pro", "revokedAt": start + 30},
+            {"name": "gone", "plan": "pro", "revokedAt": start - 1},
+        ]})
+        .to_string(),
+    );
+    let mut flags = vec!["--fixtures", fixtures.as_str()];
+    flags.extend(clock.flag());
+    let server = Server::start("memory://", dir.path().to_path_buf(), &flags);
+    let key = |name: &str| Client::new(server.ready["keys"][name].as_str().expect("a key"));
+    let (leaving, fired, gone) = (key("leaving"), key("fired"), key("gone"));
+    let url = server.url("/v1/pets");
+    let status = async |client: &Client| client.get(&url).await.status().as_u16();
+    assert_eq!(
+        (status(&leaving).await, status(&fired).await, status(&gone).await),
+        (200, 200, 401)
+    );
+    clock.set(start + 30);
+    assert_eq!((status(&leaving).await, status(&fired).await), (200, 401), "revoked at +30 s");
+    clock.set(start + 60);
+    assert_eq!(status(&leaving).await, 401, "expired at +60 s");
 }

@@ -3,7 +3,8 @@
 //!
 //! ```json
 //! {"keys": [{"name": "tester", "plan": "enterprise", "perMinute": 3, "perDay": 100},
-//!           {"name": "storefront", "plan": "pro", "scope": "read"}],
+//!           {"name": "storefront", "plan": "pro", "scope": "read"},
+//!           {"name": "leaving", "plan": "free", "expiresAt": 1900000060}],
 //!  "pets": [{"name": "Rex", "categoryId": 1, "status": "available"}],
 //!  "orders": [{"key": "tester", "petId": 1, "status": "approved"}]}
 //! ```
@@ -11,11 +12,13 @@
 //! Every entry is checked before the server listens, by the rules the API applies: a pet the
 //! API would refuse is refused here, with the same message. The pets get the ids 1, 2, 3...
 //! in file order, and an order names its pet by that id and its owner by a fixture key's
-//! name; it is placed and moved as placeOrder and updateOrder would, so its pet follows.
+//! name; it is placed and moved as placeOrder and updateOrder would, so its pet follows. A
+//! key's `expiresAt` and `revokedAt` are Unix seconds on the service's clock (the clock
+//! file's, for a harness that moves it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use animal_store_domain::{
     KeyName, KeyService, NewPet, OrderService, OrderStatus, PetId, PetRepository, PetStatus, Plan,
@@ -65,11 +68,25 @@ struct KeyEntry {
     scope: Option<String>,
     per_minute: Option<u32>,
     per_day: Option<u32>,
+    /// Unix seconds: when it stops working; after the time at start.
+    expires_at: Option<u64>,
+    /// Unix seconds: when it is revoked, at start or later.
+    revoked_at: Option<u64>,
+}
+
+/// A checked fixture key.
+struct FixtureKey {
+    name: KeyName,
+    plan: Plan,
+    scope: Scope,
+    /// How long after the start it expires.
+    expires_in: Option<Duration>,
+    revoked_at: Option<SystemTime>,
 }
 
 /// Checked fixtures, ready to load.
 pub struct Fixtures {
-    keys: Vec<(KeyName, Plan, Scope)>,
+    keys: Vec<FixtureKey>,
     pets: Vec<NewPet>,
     orders: Vec<FixtureOrder>,
 }
@@ -104,7 +121,22 @@ impl Fixtures {
             let scope = entry.scope.as_deref().map_or(Ok(Scope::Write), str::parse);
             let scope =
                 scope.map_err(|e| anyhow!(at(format!("keys[{i}] ({}): {e}", entry.name))))?;
-            keys.push((name, plan, scope));
+            let instant = |seconds: u64| UNIX_EPOCH + Duration::from_secs(seconds);
+            let expires_in = entry
+                .expires_at
+                .map(|seconds| {
+                    let left = instant(seconds).duration_since(now).ok().filter(|d| !d.is_zero());
+                    left.ok_or_else(|| {
+                        let start = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+                        anyhow!(at(format!(
+                            "keys[{i}] ({}): expiresAt must be after the time at start ({start})",
+                            entry.name
+                        )))
+                    })
+                })
+                .transpose()?;
+            let revoked_at = entry.revoked_at.map(instant);
+            keys.push(FixtureKey { name, plan, scope, expires_in, revoked_at });
         }
         let pets = file
             .pets
@@ -165,10 +197,13 @@ impl Fixtures {
     ) -> anyhow::Result<Vec<(String, String)>> {
         let mut issued = Vec::with_capacity(self.keys.len());
         let mut owners = BTreeMap::new();
-        for (name, plan, scope) in self.keys {
+        for FixtureKey { name, plan, scope, expires_in, revoked_at } in self.keys {
             let label = name.as_str().to_owned();
-            let key = keys.issue_as(Some(name), plan, scope, None).await;
+            let key = keys.issue_as(Some(name), plan, scope, expires_in).await;
             let key = key.context("cannot issue a fixtures key")?;
+            if let Some(at) = revoked_at {
+                keys.revoke_at(&key.key.id, at).await.context("cannot revoke a fixtures key")?;
+            }
             owners.insert(label.clone(), key.key.owner.clone());
             issued.push((label, key.secret.expose().to_owned()));
         }

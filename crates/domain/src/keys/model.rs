@@ -304,7 +304,8 @@ pub struct ApiKey {
     pub created_at: SystemTime,
     /// When it last authenticated a request (kept to the minute, not to the request).
     pub last_used_at: Option<SystemTime>,
-    /// When it was revoked; a revoked key authenticates nothing.
+    /// When it was revoked (or is to be: a harness's fixture key); from then on it
+    /// authenticates nothing.
     pub revoked_at: Option<SystemTime>,
     /// When it stops authenticating: issued to expire, or rotated out at the end of its
     /// grace period.
@@ -321,7 +322,7 @@ pub struct ApiKey {
 impl ApiKey {
     /// Whether it authenticates requests at `now`: neither revoked nor expired.
     pub fn is_live(&self, now: SystemTime) -> bool {
-        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| now < at)
+        self.revoked_at.is_none_or(|at| now < at) && self.expires_at.is_none_or(|at| now < at)
     }
 }
 

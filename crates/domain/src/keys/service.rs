@@ -203,10 +203,17 @@ impl KeyService {
     ///
     /// [`RevokeKeyError::NotFound`] when no key has this id.
     pub async fn revoke(&self, id: &KeyId) -> Result<ApiKey, RevokeKeyError> {
-        self.keys
-            .revoke(id, self.clock.now())
-            .await?
-            .ok_or_else(|| RevokeKeyError::NotFound(id.clone()))
+        self.revoke_at(id, self.clock.now()).await
+    }
+
+    /// Revokes the key `id` as of `at`, which may be to come (a harness's fixture key that
+    /// stops working during a test); it authenticates nothing from then on.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::revoke`].
+    pub async fn revoke_at(&self, id: &KeyId, at: SystemTime) -> Result<ApiKey, RevokeKeyError> {
+        self.keys.revoke(id, at).await?.ok_or_else(|| RevokeKeyError::NotFound(id.clone()))
     }
 
     /// What can be told of the key `presented` without reading the key store: a key that
