@@ -12,7 +12,7 @@ use crate::harness_contract::fixtures_file;
 use crate::webhooks::{add_pet, first_attempt, register};
 
 /// A memory server with `options`, and a client of its `demo` key.
-fn start(options: &str, dir: &tempfile::TempDir, extra: &[&str]) -> (Server, Client) {
+fn memory(options: &str, dir: &tempfile::TempDir, extra: &[&str]) -> (Server, Client) {
     let server = Server::start(&format!("memory://?{options}"), dir.path().to_path_buf(), extra);
     let client = Client::new(server.ready["keys"]["demo"].as_str().expect("a key"));
     (server, client)
@@ -21,7 +21,7 @@ fn start(options: &str, dir: &tempfile::TempDir, extra: &[&str]) -> (Server, Cli
 #[tokio::test]
 async fn internal_error_every_answers_a_500_with_its_request_id() {
     let dir = tempfile::tempdir().expect("a directory");
-    let (server, client) = start("internal-error-every=2", &dir, &[]);
+    let (server, client) = memory("internal-error-every=2", &dir, &[]);
     let mut statuses = Vec::new();
     for _ in 0..4 {
         let resp = client.get(&server.url("/v1/pets")).await;
@@ -53,7 +53,7 @@ async fn internal_error_every_answers_a_500_with_its_request_id() {
 #[tokio::test]
 async fn key_store_unavailable_every_is_a_503_that_spends_nothing() {
     let dir = tempfile::tempdir().expect("a directory");
-    let (server, client) = start("key-store-unavailable-every=2", &dir, &[]);
+    let (server, client) = memory("key-store-unavailable-every=2", &dir, &[]);
     let first = client.get(&server.url("/v1/rate_limit")).await;
     assert_eq!(first.status(), 200);
     let unchecked = client.get(&server.url("/v1/pets")).await;
@@ -72,7 +72,7 @@ async fn key_store_unavailable_every_is_a_503_that_spends_nothing() {
 #[tokio::test]
 async fn stored_then_unavailable_stores_the_write_and_answers_503() {
     let dir = tempfile::tempdir().expect("a directory");
-    let (server, client) = start("stored-then-unavailable-every=1", &dir, &[]);
+    let (server, client) = memory("stored-then-unavailable-every=1", &dir, &[]);
     let url = server.url("/v1/pets");
     let body = r#"{"name":"Tom","categoryId":3}"#;
     let lost = client.post_keyed(&url, body, "ack-1").await;
@@ -96,7 +96,7 @@ async fn stored_then_unavailable_stores_the_write_and_answers_503() {
 #[tokio::test]
 async fn latency_after_store_stores_a_write_its_client_gave_up_on() {
     let dir = tempfile::tempdir().expect("a directory");
-    let (server, client) = start("latency-after-store-ms=600", &dir, &[]);
+    let (server, client) = memory("latency-after-store-ms=600", &dir, &[]);
     let url = server.url("/v1/pets");
     let body = r#"{"name":"Tom","categoryId":3}"#;
     let request = client.raw().post(&url).bearer_auth(client.key());
@@ -129,7 +129,7 @@ async fn a_receiver_that_does_not_answer_times_out_at_the_webhook_timeout() {
         }
     });
     let flags = ["--webhooks-allow-private", "--webhook-timeout", "300ms"];
-    let (server, client) = start("", &dir, &flags);
+    let (server, client) = memory("", &dir, &flags);
     let endpoint = json!({"url": format!("http://{address}/hook"), "events": ["pet.created"]});
     let endpoint = json(register(&client, &server, &endpoint).await).await;
     let began = Instant::now();
@@ -169,4 +169,30 @@ async fn fixture_keys_expire_and_are_revoked_on_the_clock_files_time() {
     assert_eq!((status(&leaving).await, status(&fired).await), (200, 401), "revoked at +30 s");
     clock.set(start + 60);
     assert_eq!(status(&leaving).await, 401, "expired at +60 s");
+}
+
+#[tokio::test]
+async fn events_past_their_retention_go_within_a_second_on_memory() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let start = 1_900_000_000_u64;
+    let clock = TestClock::at(dir.path(), start);
+    let mut flags = vec!["--event-retention", "1h"];
+    flags.extend(clock.flag());
+    let (server, client) = memory("", &dir, &flags);
+    add_pet(&client, &server, "Rex").await;
+    let events = json(client.get(&server.url("/v1/events")).await).await;
+    let id = events[0]["id"].clone();
+    assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
+    clock.set(start + 3_601);
+    let mut left = events;
+    for _ in 0..60 {
+        left = json(client.get(&server.url("/v1/events")).await).await;
+        if left.as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(left, json!([]), "removed by the retention");
+    let gone = client.get(&server.url(&format!("/v1/events/{id}"))).await;
+    assert_eq!(gone.status(), 404);
 }

@@ -185,8 +185,9 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         }
         let readiness = state.readiness.clone();
         let deliverer = deliverer(args, &stores, state.clock.clone())?;
-        let sweeper =
-            tokio::spawn(sweep(state.idempotency.clone(), state.events.clone(), deliverer.clone()));
+        let every = if stores.is_memory() { MEMORY_SWEEP_INTERVAL } else { SWEEP_INTERVAL };
+        let (idempotency, events) = (state.idempotency.clone(), state.events.clone());
+        let sweeper = tokio::spawn(sweep(idempotency, events, deliverer.clone(), every));
         let worker = crate::deliveries::Worker::start(deliverer)?;
         // Built before the ready file is written: ready means ready to answer.
         let app = animal_store_api::app(state);
@@ -265,19 +266,23 @@ fn deliverer(
 /// How often the idempotency records, and the events and webhook attempts older than their
 /// retention, are removed.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
+/// The same on `memory://`, where a sweep costs little: a harness that moves the clock file
+/// past a retention sees what it removes within a second.
+const MEMORY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// How many records or events one sweep transaction removes at most: a short write, so that
 /// the writes queued meanwhile wait little.
 const SWEEP_BATCH: usize = 500;
 
-/// Removes expired idempotency records, events and webhook attempts now and then every
-/// [`SWEEP_INTERVAL`], until aborted. Attempts are kept as long as events, swept by their own
+/// Removes expired idempotency records, events and webhook attempts now and then `every`
+/// ([`SWEEP_INTERVAL`] or [`MEMORY_SWEEP_INTERVAL`]), until aborted. Attempts are kept as long as events, swept by their own
 /// age whatever number of events expire.
 async fn sweep(
     idempotency: animal_store_domain::IdempotencyService,
     events: animal_store_domain::EventService,
     deliverer: animal_store_domain::Deliverer,
+    every: Duration,
 ) {
-    let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
+    let mut ticks = tokio::time::interval(every);
     loop {
         ticks.tick().await;
         match idempotency.sweep(SWEEP_BATCH).await {

@@ -233,7 +233,7 @@ pub struct ServeArgs {
     pub limiter_capacity: u64,
 
     /// How long events are kept (listEvents, getEvent): `30d`, `72h`... Older ones are
-    /// removed in the background every ten minutes.
+    /// removed in the background every ten minutes (every second on memory://).
     #[arg(long, env = "ANIMAL_STORE_EVENT_RETENTION", default_value = "30d", value_parser = parse_duration)]
     pub event_retention: Duration,
 
