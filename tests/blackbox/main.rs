@@ -32,6 +32,7 @@ mod metrics;
 mod migrations;
 mod named_faults;
 mod names;
+mod one_clock;
 mod orders;
 mod outages;
 mod permissions;

@@ -83,6 +83,9 @@ pub struct ApiConfig {
     /// Whether the experimental operations are served; when not, they answer 404 and the
     /// document leaves them out.
     pub experimental: bool,
+    /// Whether each answer's `Date` is the service clock's time (a harness's clock file),
+    /// rather than the system's, which the server writes otherwise.
+    pub date_from_clock: bool,
 }
 
 impl Default for ApiConfig {
@@ -93,6 +96,7 @@ impl Default for ApiConfig {
             clients: ClientAddressing::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             experimental: true,
+            date_from_clock: false,
         }
     }
 }

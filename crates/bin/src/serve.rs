@@ -135,6 +135,7 @@ async fn state(
                 ipv6_prefix: args.ipv6_prefix,
             },
             request_timeout: args.connections.request_timeout,
+            date_from_clock: args.clock_file.is_some(),
             ..api_config(&args.document)
         })
         .state())

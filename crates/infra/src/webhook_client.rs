@@ -23,7 +23,7 @@ use animal_store_domain::{
     is_refused_address,
 };
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use thiserror::Error;
 
@@ -190,13 +190,7 @@ fn failure(err: &reqwest::Error) -> Outcome {
 
 #[async_trait]
 impl WebhookSender for HttpSender {
-    async fn send(
-        &self,
-        endpoint: &Endpoint,
-        event: EventId,
-        body: &str,
-        now: DateTime<Utc>,
-    ) -> Outcome {
+    async fn send(&self, endpoint: &Endpoint, event: EventId, body: &str) -> Outcome {
         let literal = host_of(&endpoint.url).and_then(|(_, literal)| literal);
         if !self.allow_private
             && literal.is_some_and(|ip| !callable(ip, own_addresses().as_deref()))
@@ -204,7 +198,8 @@ impl WebhookSender for HttpSender {
             return Outcome::RefusedAddress;
         }
         let id = event.to_string();
-        let timestamp = now.timestamp();
+        // The wall clock's, whatever clock the service runs on: receivers check it.
+        let timestamp = Utc::now().timestamp();
         let signer = standardwebhooks::Webhook::from_bytes(endpoint.secret.bytes().to_vec());
         let Ok(signature) = signer.and_then(|signer| signer.sign(&id, timestamp, body.as_bytes()))
         else {

@@ -4,7 +4,9 @@
 //! Which `Cache-Control` is decided here only, by the kind of answer, not by each operation.
 //! While the server drains before it stops, every answer also says `Connection: close`, so
 //! that clients and proxies open their next connections elsewhere while this server still
-//! answers, and none holds an idle connection that closes under its next request.
+//! answers, and none holds an idle connection that closes under its next request. With a
+//! clock file, every answer's `Date` is that clock's (the server writes the system's
+//! otherwise).
 
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{Request, Response};
@@ -65,7 +67,9 @@ pub fn cache_headers(kind: Kind, authorized: bool) -> (&'static str, Option<&'st
 pub async fn standard_headers(next: Next, req: Request) -> poem::Result<Response> {
     let authorized = req.headers().contains_key(header::AUTHORIZATION);
     let kind = Kind::of_request(&req);
-    let draining = req.data::<AppState>().is_some_and(|state| state.readiness.is_draining());
+    let state = req.data::<AppState>();
+    let draining = state.is_some_and(|state| state.readiness.is_draining());
+    let date = state.filter(|state| state.config.date_from_clock).map(|state| state.clock.now());
     let mut response = respond(&next, req).await;
     let (cache_control, vary) = cache_headers(kind.answered(response.status()), authorized);
     let headers = response.headers_mut();
@@ -76,6 +80,11 @@ pub async fn standard_headers(next: Next, req: Request) -> poem::Result<Response
     }
     if draining {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    if let Some(value) =
+        date.and_then(|now| HeaderValue::try_from(httpdate::fmt_http_date(now)).ok())
+    {
+        headers.insert(header::DATE, value);
     }
     Ok(response)
 }

@@ -194,14 +194,10 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
 #[async_trait]
 pub trait WebhookSender: Send + Sync + 'static {
     /// Posts `body`, the event `event` as the API writes it, to `endpoint`, signed with its
-    /// secret as Standard Webhooks says, at `now`; what it came to.
-    async fn send(
-        &self,
-        endpoint: &Endpoint,
-        event: EventId,
-        body: &str,
-        now: DateTime<Utc>,
-    ) -> Outcome;
+    /// secret as Standard Webhooks says; what it came to. The signature's time is the wall
+    /// clock's at signing, not the service's clock: receivers check it against theirs, so a
+    /// harness that moves the service's clock still gets deliveries they accept.
+    async fn send(&self, endpoint: &Endpoint, event: EventId, body: &str) -> Outcome;
 }
 
 /// Where an endpoint's address is checked on the network: its host resolved, and every address it

@@ -334,7 +334,7 @@ impl Deliverer {
     pub async fn attempt(&self, due: &Due) -> Attempted {
         let body = (self.render)(&due.event);
         let at = to_the_second(self.clock.now());
-        let outcome = self.sender.send(&due.endpoint, due.event.id, &body, at).await;
+        let outcome = self.sender.send(&due.endpoint, due.event.id, &body).await;
         let next_attempt_at = if outcome.delivered() {
             None
         } else {
