@@ -2,8 +2,9 @@
 next to your tests.
 
 Each test starts its own server on memory:// (a restart is the reset), with fixtures, fault
-options and a clock file the test moves, and learns the server's address and keys from the
-ready file. Only the standard library and pytest are used. The binary is the one
+options, a clock file the test moves and any other arguments of `serve`, and learns the
+server's address and keys from the ready file. The server's log goes to `server.log` in the
+test's directory, which a failed start quotes. Only the standard library and pytest are used. The binary is the one
 ANIMAL_STORE_BIN names, else `animal-store` on the PATH.
 """
 
@@ -22,19 +23,26 @@ FIXTURES = {
     "keys": [
         {"name": "tester", "plan": "enterprise", "perMinute": 3, "perDay": 100},
         {"name": "shop", "plan": "pro"},
+        {"name": "storefront", "plan": "pro", "scope": "read"},
     ],
     "pets": [{"name": "Rex", "categoryId": 1}, {"name": "Mia", "categoryId": 2}],
     "orders": [{"key": "shop", "petId": 2, "status": "approved"}],
 }
 
 
+def _json(body):
+    """The JSON of a body; `None` for none (a 204 or a 304)."""
+    return json.loads(body) if body else None
+
+
 class Server:
     """One run of the binary, until `stop`."""
 
-    def __init__(self, workdir, fixtures, options, clock):
+    def __init__(self, workdir, fixtures, options, clock, args):
         os.makedirs(workdir)
         self.ready_file = os.path.join(workdir, "ready.json")
         self.clock_file = os.path.join(workdir, "clock")
+        self.log_file = os.path.join(workdir, "server.log")
         fixtures_file = os.path.join(workdir, "fixtures.json")
         with open(fixtures_file, "w") as out:
             json.dump(fixtures, out)
@@ -43,11 +51,14 @@ class Server:
         if clock is not None:
             self.set_clock(clock)
             command += ["--clock-file", self.clock_file]
+        command += list(args)
         url = "memory://" + (f"?{options}" if options else "")
-        self.process = subprocess.Popen(
-            command, env={"DATABASE_URL": url, "RUST_LOG": "warn"},
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
+        # The log goes to a file: a pipe nobody reads would fill and stall the server.
+        with open(self.log_file, "w") as log:
+            self.process = subprocess.Popen(
+                command, env={"DATABASE_URL": url, "RUST_LOG": "warn"},
+                stdout=subprocess.DEVNULL, stderr=log,
+            )
         # The server removes a stale ready file before anything else, and writes its own in
         # one piece once it listens.
         for _ in range(300):
@@ -56,7 +67,8 @@ class Server:
                     self.ready = json.load(ready)
                 return
             if self.process.poll() is not None:
-                pytest.fail(f"the server exited: {self.process.stderr.read()}")
+                with open(self.log_file) as log:
+                    pytest.fail(f"the server exited: {log.read()}")
             time.sleep(0.1)
         self.process.kill()
         pytest.fail("the server did not get ready within 30 s")
@@ -72,9 +84,10 @@ class Server:
             out.write(str(unix_seconds))
         os.replace(partial, self.clock_file)
 
-    def request(self, method, path, key, body=None, headers=None):
+    def request(self, method, path, key, body=None, headers=None, timeout=10):
         """(status, headers, JSON body) of one request. A connection closed without an
-        answer raises `urllib.error.URLError` or `ConnectionError`."""
+        answer raises `urllib.error.URLError` or `ConnectionError`; no answer within
+        `timeout` seconds raises `TimeoutError`."""
         data = json.dumps(body).encode() if body is not None else None
         all_headers = {"Authorization": f"Bearer {key}", **(headers or {})}
         if data is not None:
@@ -82,10 +95,10 @@ class Server:
         request = urllib.request.Request(
             self.ready["address"] + path, data=data, method=method, headers=all_headers)
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return response.status, response.headers, json.load(response)
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.headers, _json(response.read())
         except urllib.error.HTTPError as error:
-            return error.code, error.headers, json.load(error)
+            return error.code, error.headers, _json(error.read())
 
     def stop(self):
         """A clean stop: the server removes its ready file."""
@@ -97,11 +110,13 @@ class Server:
 @pytest.fixture
 def animal_store(tmp_path):
     """Starts servers for one test: `animal_store(fixtures=..., options="fail-every=2",
-    clock=1900000000)`; all are stopped when the test ends."""
+    clock=1900000000, args=["--webhooks-allow-private"])`; all are stopped when the test
+    ends."""
     servers = []
 
-    def start(fixtures=FIXTURES, options="", clock=None):
-        server = Server(str(tmp_path / f"run-{len(servers)}"), fixtures, options, clock)
+    def start(fixtures=FIXTURES, options="", clock=None, args=()):
+        workdir = str(tmp_path / f"run-{len(servers)}")
+        server = Server(workdir, fixtures, options, clock, args)
         servers.append(server)
         return server
 
