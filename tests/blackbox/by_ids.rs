@@ -83,7 +83,12 @@ async fn ids_answer_a_page_of_those_animals_that_exist() {
     let url = server.url(&format!("/v1/pets?status=available&limit=1&{all}"));
     let resp = client.get(&url).await;
     let link = resp.headers()["link"].to_str().expect("text").to_owned();
+    let tag = resp.headers()["etag"].to_str().expect("text").to_owned();
     assert_eq!(json(resp).await, json!([pets[0]]));
+    let again = client.raw().get(&url).bearer_auth(client.key()).header("if-none-match", &tag);
+    let unchanged = again.send().await.expect("an answer");
+    assert_eq!(unchanged.status(), 304);
+    assert_eq!(unchanged.headers()["link"], link.as_str(), "a 304 carries the page's Link");
     assert!(link.contains(&format!("&id={}&id={}", id(0), id(1))), "{link}");
     let mut seen = vec![pets[0].clone()];
     let mut next = link;
