@@ -12,7 +12,7 @@ use crate::cmd;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
 use crate::tidy;
-use crate::{browser, openapi_lint, python, receivers, redbot};
+use crate::{browser, openapi_lint, python, receivers, redbot, schemathesis};
 
 /// Names of the steps that failed so far.
 #[derive(Default)]
@@ -88,6 +88,8 @@ pub fn run(root: &Path) -> ExitCode {
             drop((postgres, redis));
             // REDbot on the answers of the test build the tests above built.
             steps.run("cargo xtask redbot", || redbot::run(root));
+            // schemathesis against the served document, on the same build.
+            steps.run("cargo xtask schemathesis", || schemathesis::run(root));
             // Faults of stores of its own, on the test build the tests above built.
             steps.run("cargo xtask faults --short", || {
                 let mut faults = cmd::cargo(root);

@@ -17,6 +17,7 @@ mod python;
 mod receivers;
 mod redbot;
 mod redis;
+mod schemathesis;
 mod system;
 mod tidy;
 mod upgrade;
@@ -67,6 +68,9 @@ Tasks:
                           docs/operations.md
   redbot                  REDbot (the HTTP linter, from PyPI) on the answers of a server on
                           memory://: any bad note or caching warning fails
+  schemathesis            schemathesis (from PyPI) with every check against the document a
+                          server on memory:// serves, in a network namespace of its own
+                          where the machine allows one: any failure fails
   receivers -- CMD...     run CMD with Standard Webhooks' Python and TypeScript libraries
                           (PyPI, npm) installed under target/tools/webhooks and their
                           paths in the environment the webhook receivers' tests read
@@ -127,6 +131,10 @@ fn run() -> Result<ExitCode> {
             upgrade::run(&root, base).map(|()| ExitCode::SUCCESS)
         }
         (Some("redbot"), []) => redbot::run(&root).map(|()| ExitCode::SUCCESS),
+        (Some("schemathesis"), []) => schemathesis::run(&root).map(|()| ExitCode::SUCCESS),
+        (Some("schemathesis"), [flag]) if flag == "--inside" => {
+            schemathesis::run_inside(&root).map(|()| ExitCode::SUCCESS)
+        }
         (Some("receivers"), [dashes, command @ ..]) if dashes == "--" && !command.is_empty() => {
             receivers::ensure(&root)?;
             let mut run = std::process::Command::new(&command[0]);

@@ -126,6 +126,66 @@ pub fn parse_pet_ids(raw: &[String]) -> Result<PetIds, ApiError> {
     PetIds::new(ids).map_err(|e| ApiError::validation_failed(e.to_string()))
 }
 
+/// A string schema of at most `max` characters that match `pattern` (which says how few).
+/// No example: the docs page would fill it in for "Try it out".
+fn text_schema(max: Option<usize>, pattern: &str) -> MetaSchemaRef {
+    MetaSchemaRef::Inline(Box::new(MetaSchema {
+        max_length: max,
+        pattern: Some(pattern.to_owned()),
+        ..MetaSchema::new("string")
+    }))
+}
+
+/// Declares a string schema that documents what the handler checks by hand.
+macro_rules! text_schema {
+    ($(#[$doc:meta])* $name:ident, $title:literal, $max:expr, $pattern:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl Type for $name {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> Cow<'static, str> {
+                $title.into()
+            }
+
+            fn schema_ref() -> MetaSchemaRef {
+                text_schema($max, $pattern)
+            }
+
+            raw_value_is_self!();
+        }
+    };
+}
+
+text_schema!(
+    /// The schema of `Idempotency-Key`: 1 to 255 visible ASCII characters, or the same as a
+    /// structured-field string (`"..."`, with `\"` and `\\` its only escapes).
+    IdempotencyKeySchema,
+    "string(idempotency-key)",
+    Some(2 + 2 * 255),
+    r#"^(?:[!#-~][!-~]{0,254}|"(?:[!#-\[\]-~]|\\["\\]){1,255}")$"#
+);
+
+text_schema!(
+    /// The schema of `If-Match`: `*`, or a list of entity tags (`"..."` or `W/"..."`)
+    /// separated by commas or spaces.
+    EntityTagsSchema,
+    "string(entity-tags)",
+    None,
+    r#"^(?:\*|(?:W/)?"[!#-~]*"(?:[ ,]+(?:W/)?"[!#-~]*")*)$"#
+);
+
+text_schema!(
+    /// The schema of a listing's `cursor`: opaque, base64url without padding.
+    CursorSchema,
+    "string(cursor)",
+    None,
+    "^[A-Za-z0-9_-]+$"
+);
+
 /// The schema of `listPets`' `limit`: an int64 within the bounds of [`PageSize`], its
 /// default by default.
 pub struct PageSizeSchema;

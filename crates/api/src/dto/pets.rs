@@ -131,6 +131,13 @@ impl BodyValue for PetName {
             })),
             min_length: Some(1),
             max_length: Some(PetName::MAX_CHARS),
+            // What a regular expression can say of the rule: no control characters, and one
+            // that is neither a control nor a space. The rest is in the description.
+            pattern: Some(
+                "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u0020\\u007F-\\u009F]\
+                 [^\\u0000-\\u001F\\u007F-\\u009F]*$"
+                    .to_owned(),
+            ),
             ..MetaSchema::new("string")
         }))
     }

@@ -20,7 +20,7 @@ use crate::dto::field::ParseContext;
 use crate::dto::json::JsonBody;
 use crate::dto::listing::{listing, next_link};
 use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
-use crate::dto::params::{PageSizeSchema, RawParam};
+use crate::dto::params::{CursorSchema, IdempotencyKeySchema, PageSizeSchema, RawParam};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
 use crate::idempotency::{KeyedWrite, replay};
 use crate::state::AppState;
@@ -172,7 +172,7 @@ impl OrdersApi {
         /// body within 24 hours gets the first response again (the order, or its refusal),
         /// marked `Idempotent-Replayed: true`, and places nothing.
         #[oai(name = "Idempotency-Key")]
-        _idempotency_key: Header<Option<String>>,
+        _idempotency_key: Header<Option<RawParam<IdempotencyKeySchema>>>,
         request: &poem::Request,
     ) -> Result<PlaceOrderOk, OperationError<PlaceOrderErrors>> {
         RepeatedJsonKey::refuse(request)?;
@@ -210,7 +210,7 @@ impl OrdersApi {
         /// Returns only orders with this status.
         status: Query<Option<RawParam<OrderStatusDto>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
-        cursor: Query<Option<String>>,
+        cursor: Query<Option<RawParam<CursorSchema>>>,
         /// The `ETag` of an answer you have: if the answer is still the same, it is `304 Not
         /// Modified`, without a body, and spends nothing of the key's daily quota.
         #[oai(name = "If-None-Match")]
@@ -221,7 +221,7 @@ impl OrdersApi {
         let listing = listing(
             limit.0.as_ref().map(RawParam::as_str),
             status.0.as_ref().map(RawParam::as_str),
-            cursor.0.as_deref(),
+            cursor.0.as_ref().map(RawParam::as_str),
             OrderId::new,
         )?;
         let page = state.orders.list(&key.0.owner, listing).await?;

@@ -23,7 +23,10 @@ use crate::deprecation::GET_PET;
 use crate::dto::field::ParseContext;
 use crate::dto::json::JsonBody;
 use crate::dto::listing::{listing, next_link};
-use crate::dto::params::{PageSizeSchema, PetIdsSchema, RawParam, RawParams, parse_pet_ids};
+use crate::dto::params::{
+    CursorSchema, EntityTagsSchema, IdempotencyKeySchema, PageSizeSchema, PetIdsSchema, RawParam,
+    RawParams, parse_pet_ids,
+};
 use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
 use crate::error::{ApiError, ErrorCode, OperationError};
 use crate::idempotency::{KeyedWrite, replay};
@@ -138,7 +141,7 @@ impl PetsApi {
         /// Returns only animals with this status.
         status: Query<Option<RawParam<PetStatusDto>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
-        cursor: Query<Option<String>>,
+        cursor: Query<Option<RawParam<CursorSchema>>>,
         /// Returns only the animals with these ids, each given as its own `id=` (1 to 100 of
         /// them); an id no animal has is simply absent from the page.
         id: Query<Option<RawParams<PetIdsSchema>>>,
@@ -152,7 +155,7 @@ impl PetsApi {
         let listing = listing(
             limit.0.as_ref().map(RawParam::as_str),
             status.0.as_ref().map(RawParam::as_str),
-            cursor.0.as_deref(),
+            cursor.0.as_ref().map(RawParam::as_str),
             PetId::new,
         )?;
         let ids = id.0.map(|ids| parse_pet_ids(&ids.into_inner())).transpose()?;
@@ -180,7 +183,7 @@ impl PetsApi {
         /// and the same body within 24 hours gets the first response again, marked
         /// `Idempotent-Replayed: true`, and adds nothing.
         #[oai(name = "Idempotency-Key")]
-        _idempotency_key: Header<Option<String>>,
+        _idempotency_key: Header<Option<RawParam<IdempotencyKeySchema>>>,
         request: &poem::Request,
     ) -> Result<CreatePetOk, OperationError<CreatePetErrors>> {
         RepeatedJsonKey::refuse(request)?;
@@ -258,7 +261,7 @@ impl PetsApi {
         /// The `ETag` of the animal as you read it (from getPet, createPet or updatePet), or
         /// `*` for any: the change is made only while the animal is unchanged.
         #[oai(name = "If-Match")]
-        _if_match: Header<Option<String>>,
+        _if_match: Header<Option<RawParam<EntityTagsSchema>>>,
         /// `*`: make the change only if the animal does not exist, which is never so for a
         /// change: `412` whenever it exists. A list of entity tags: only if none is the
         /// animal's.
@@ -296,7 +299,7 @@ impl PetsApi {
         /// The `ETag` of the animal as you read it, or `*` for any: it is removed only while
         /// unchanged.
         #[oai(name = "If-Match")]
-        _if_match: Header<Option<String>>,
+        _if_match: Header<Option<RawParam<EntityTagsSchema>>>,
         /// `*`: remove it only if it does not exist, which is never so: `412` whenever it
         /// exists. A list of entity tags: only if none is the animal's.
         #[oai(name = "If-None-Match")]

@@ -14,7 +14,7 @@ use crate::dto::cursor::{decode_cursor, encode_cursor};
 use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use crate::dto::field::ParseContext;
 use crate::dto::json::JsonBody;
-use crate::dto::params::{PageSizeSchema, RawParam, parse_page_size};
+use crate::dto::params::{CursorSchema, PageSizeSchema, RawParam, parse_page_size};
 use crate::dto::webhooks::{
     CreatedEndpointBody, DeliveryBody, EndpointBody, EndpointUpdateBody, NewEndpointBody,
 };
@@ -295,7 +295,7 @@ impl WebhooksApi {
         /// Maximum number of attempts returned: 1 to 100, 20 when omitted.
         limit: Query<Option<RawParam<PageSizeSchema>>>,
         /// Where the page starts: copy it from the `Link` header of the previous page. Opaque.
-        cursor: Query<Option<String>>,
+        cursor: Query<Option<RawParam<CursorSchema>>>,
         request: &poem::Request,
     ) -> Result<DeliveriesOk, OperationError<DeliveriesErrors>> {
         let id = parse_endpoint_id(endpoint_id.0.as_str())?;
@@ -308,7 +308,13 @@ impl WebhooksApi {
                 .map(|raw| parse_page_size(raw.as_str()))
                 .transpose()?
                 .unwrap_or_default(),
-            after: cursor.0.as_deref().map(decode_cursor).transpose()?.map(AttemptId::new),
+            after: cursor
+                .0
+                .as_ref()
+                .map(RawParam::as_str)
+                .map(decode_cursor)
+                .transpose()?
+                .map(AttemptId::new),
         };
         let page = state.webhooks.attempts(&key.0.owner, id, listing).await?;
         let next = page.next_after.map(|after| {
