@@ -8,6 +8,7 @@
 //! ones.
 
 mod examples;
+mod generators;
 mod responses;
 
 use std::collections::HashMap;
@@ -156,6 +157,7 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
     );
     plain_references(&mut document);
     plain_json_media_type(&mut document);
+    generators::for_generators(&mut document);
     examples::add(&mut document);
     if !experimental {
         leave_out(&mut document, Stability::Experimental);

@@ -39,11 +39,18 @@ pub(super) fn add_entity_tags(operation: &mut Value) {
         operation["responses"]["200"]["headers"] = json!({});
     }
     operation["responses"]["200"]["headers"]["ETag"] = etag.clone();
+    let mut unchanged = json!({"ETag": etag});
+    // A page's `Link` to the next one comes with its 304 too, as the page has not changed.
+    let headers = operation["responses"]["200"]["headers"].as_object();
+    let link = headers.into_iter().flatten().find(|(name, _)| name.eq_ignore_ascii_case("link"));
+    if let Some((name, link)) = link {
+        unchanged[name] = link.clone();
+    }
     operation["responses"]["304"] = json!({
         "description": "Not modified: `If-None-Match` names the current answer's `ETag`. No \
                         body. Spends nothing of the key's daily quota; it counts in the minute \
                         window.",
-        "headers": {"ETag": etag},
+        "headers": unchanged,
     });
 }
 
