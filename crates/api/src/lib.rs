@@ -36,6 +36,7 @@ pub mod middleware;
 mod openapi;
 mod operations;
 mod operators;
+mod pages;
 pub mod probes;
 mod published;
 mod rate_limit;
@@ -48,20 +49,20 @@ pub mod telemetry;
 use std::sync::Arc;
 
 use poem::endpoint::make_sync;
-use poem::http::{HeaderValue, Method, header};
+use poem::http::Method;
 use poem::{EndpointExt, Response, Route, get};
 
 pub use openapi::API_VERSION;
 pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL, Services};
 
-use published::Published;
+use pages::Pages;
 use routes::RouteTable;
 
 /// The OpenAPI document of the service, as served at `/v1/openapi.json`.
 pub fn openapi_document(config: &ApiConfig) -> String {
     let service = openapi::service(config);
-    serde_json::to_string_pretty(&openapi::document(&service, config.experimental))
-        .unwrap_or_default()
+    let document = openapi::document(&service, config.experimental);
+    serde_json::to_string_pretty(&openapi::published(document)).unwrap_or_default()
 }
 
 /// Parses a `NewPet` body exactly as `createPet` does, at `now`: the pet, or the message of
@@ -106,27 +107,12 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .with_route(probes::PATHS[0], &[Method::GET])
         .with_route(probes::PATHS[1], &[Method::GET])
         .with_route(telemetry::PATH, &[Method::GET]);
-    let document = serde_json::to_string_pretty(&openapi::served(document)).unwrap_or_default();
-    let docs = openapi::docs_page(&service, &document);
-    let document =
-        Arc::new(Published::new(document, "application/json; charset=utf-8", Vec::new()));
     let origins: Vec<String> = [&state.config.production_url, &state.config.staging_url]
         .into_iter()
         .filter_map(|url| origin(url))
         .collect();
-    let csp = published::content_security_policy(&docs, &origins);
-    let docs = Arc::new(Published::new(
-        docs,
-        "text/html; charset=utf-8",
-        [
-            (header::CONTENT_SECURITY_POLICY, HeaderValue::from_str(&csp).ok()),
-            (header::X_FRAME_OPTIONS, Some(HeaderValue::from_static("DENY"))),
-            (header::REFERRER_POLICY, Some(HeaderValue::from_static("no-referrer"))),
-        ]
-        .into_iter()
-        .filter_map(|(name, value)| Some((name, value?)))
-        .collect(),
-    ));
+    let pages = Arc::new(Pages::new(service, document, origins));
+    let docs = Arc::clone(&pages);
 
     // The layers, innermost first: the order is written here only. Each is poem's `around`,
     // boxed, so that no layer's type holds those inside it. Each layer calls the ones inside
@@ -136,8 +122,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         .at(probes::PATHS[0], get(operators::livez))
         .at(probes::PATHS[1], get(operators::readyz))
         .at(telemetry::PATH, get(operators::serve_metrics))
-        .at("/v1/openapi.json", get(make_sync(move |req| document.respond(&req))))
-        .at("/v1/docs", get(make_sync(move |req| docs.respond(&req))));
+        .at("/v1/openapi.json", get(make_sync(move |req| pages.document().respond(&req))))
+        .at("/v1/docs", get(make_sync(move |req| docs.docs().respond(&req))));
     openapi::routes()
         .fold(route, |route, (path, methods)| route.at(path, methods))
         // The query's pairs, which the operations' query parameters read.

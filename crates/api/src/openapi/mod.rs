@@ -157,11 +157,17 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
     );
     plain_references(&mut document);
     plain_json_media_type(&mut document);
-    generators::for_generators(&mut document);
     examples::add(&mut document);
     if !experimental {
         leave_out(&mut document, Stability::Experimental);
     }
+    document
+}
+
+/// The document as clients read it: [`document`], which the routes are read from, with what
+/// makes it read well by client generators ([`generators`]).
+pub fn published(mut document: Value) -> Value {
+    generators::for_generators(&mut document);
     document
 }
 
