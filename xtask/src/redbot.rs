@@ -9,14 +9,13 @@
 //! process of its own.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::cmd;
-use crate::load::wait_until_ready;
-use crate::system::Process;
+use crate::system::MemoryServer;
 
 const REDBOT: &str = "redbot==2.7.1";
 
@@ -115,33 +114,15 @@ pub fn run(root: &Path) -> Result<()> {
     let python = ensure(root)?;
     cmd::header("cargo build --workspace --tests");
     cmd::run(cmd::cargo(root).args(["build", "--workspace", "--tests"]))?;
-    let server = root.join("target/debug/animal-store");
-    let dir = tempfile::tempdir()?;
-    let fixtures = dir.path().join("fixtures.json");
-    std::fs::write(&fixtures, FIXTURES)?;
-    let ready = dir.path().join("ready.json");
-    let _server = Process(
-        Command::new(&server)
-            .args(["--database-url", "memory://", "serve", "--bind", "127.0.0.1:0"])
-            .arg("--fixtures")
-            .arg(&fixtures)
-            .arg("--ready-file")
-            .arg(&ready)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("could not start {}", server.display()))?,
-    );
-    let base = wait_until_ready(&ready)?;
-    let keys: Value = serde_json::from_str(&std::fs::read_to_string(&ready)?)?;
-    let key = |name: &str| keys["keys"][name].as_str().map(str::to_owned);
+    let server = MemoryServer::start(root, FIXTURES)?;
+    let base = server.base.clone();
     // The tight key's one request of the minute, so that the next is the 429.
-    spend(&base, &key("tight").context("no tight key")?)?;
+    spend(&base, &server.key("tight")?)?;
     let mut failed = Vec::new();
     for check in &CHECKS {
         let mut headers = Vec::new();
         if let Some(name) = check.key {
-            let key = key(name).with_context(|| format!("no key {name}"))?;
+            let key = server.key(name)?;
             headers.push(["Authorization".to_owned(), format!("Bearer {key}")]);
         }
         if check.body.is_some() {

@@ -15,11 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
 
 use crate::cmd;
-use crate::load::wait_until_ready;
-use crate::system::Process;
+use crate::system::MemoryServer;
 
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 
@@ -94,33 +92,17 @@ pub fn run_inside(root: &Path) -> Result<()> {
 /// Starts the server and runs schemathesis against its document, leaving out `excluded`.
 fn check(root: &Path, excluded: &[&str]) -> Result<()> {
     let program = root.join("target/tools/schemathesis/bin/schemathesis");
-    let server = root.join("target/debug/animal-store");
+    let server = MemoryServer::start(root, FIXTURES)?;
+    let key = server.key("fuzz")?;
+    // Its own directory, for what hypothesis keeps between runs.
     let dir = tempfile::tempdir()?;
-    let fixtures = dir.path().join("fixtures.json");
-    std::fs::write(&fixtures, FIXTURES)?;
-    let ready = dir.path().join("ready.json");
-    let _server = Process(
-        Command::new(&server)
-            .args(["--database-url", "memory://", "serve", "--bind", "127.0.0.1:0"])
-            .arg("--fixtures")
-            .arg(&fixtures)
-            .arg("--ready-file")
-            .arg(&ready)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("could not start {}", server.display()))?,
-    );
-    let base = wait_until_ready(&ready)?;
-    let keys: Value = serde_json::from_str(&std::fs::read_to_string(&ready)?)?;
-    let key = keys["keys"]["fuzz"].as_str().context("no fuzz key")?;
     let seed = std::env::var("SCHEMATHESIS_SEED").unwrap_or_else(|_| "1".to_owned());
     let mut command = Command::new(&program);
     command
         .arg("--config-file")
         .arg(root.join("xtask/schemathesis.toml"))
         .arg("run")
-        .arg(format!("{base}/v1/openapi.json"))
+        .arg(format!("{}/v1/openapi.json", server.base))
         .args(["--checks", "all", "--workers", "1", "--max-examples", MAX_EXAMPLES])
         .args(["--seed", &seed, "--no-color", "--header"])
         .arg(format!("Authorization: Bearer {key}"))

@@ -94,3 +94,49 @@ pub fn wait_for_port(port: u16, limit: Duration) -> Result<()> {
     }
     bail!("nothing listened on port {port} within {limit:?}")
 }
+
+/// The test build of the server (`target/debug/animal-store`) on `memory://` with `fixtures`,
+/// in a directory of its own, once it listens on a free port of 127.0.0.1; stopped when
+/// dropped.
+pub struct MemoryServer {
+    /// Its address, `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// Its ready file: the address and the run's keys.
+    pub ready: serde_json::Value,
+    _process: Process,
+    _dir: tempfile::TempDir,
+}
+
+impl MemoryServer {
+    /// Starts it and waits for its ready file.
+    pub fn start(root: &Path, fixtures: &str) -> Result<Self> {
+        let server = root.join("target/debug/animal-store");
+        let dir = tempfile::tempdir()?;
+        let fixtures_file = dir.path().join("fixtures.json");
+        fs::write(&fixtures_file, fixtures)?;
+        let ready_file = dir.path().join("ready.json");
+        let process = Process(
+            Command::new(&server)
+                .args(["--database-url", "memory://", "serve", "--bind", "127.0.0.1:0"])
+                .arg("--fixtures")
+                .arg(&fixtures_file)
+                .arg("--ready-file")
+                .arg(&ready_file)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .with_context(|| format!("could not start {}", server.display()))?,
+        );
+        let base = crate::load::wait_until_ready(&ready_file)?;
+        let ready = serde_json::from_str(&fs::read_to_string(&ready_file)?)?;
+        Ok(Self { base, ready, _process: process, _dir: dir })
+    }
+
+    /// The key the ready file names `name`.
+    pub fn key(&self, name: &str) -> Result<String> {
+        self.ready["keys"][name]
+            .as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("no key {name}"))
+    }
+}
