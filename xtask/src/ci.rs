@@ -12,7 +12,7 @@ use crate::cmd;
 use crate::postgres::Postgres;
 use crate::redis::Redis;
 use crate::tidy;
-use crate::{browser, openapi_lint, python, receivers, redbot, schemathesis};
+use crate::{browser, openapi_lint, python, python_client, receivers, redbot, schemathesis};
 
 /// Names of the steps that failed so far.
 #[derive(Default)]
@@ -90,6 +90,8 @@ pub fn run(root: &Path) -> ExitCode {
             steps.run("cargo xtask redbot", || redbot::run(root));
             // schemathesis against the served document, on the same build.
             steps.run("cargo xtask schemathesis", || schemathesis::run(root));
+            // The generated Python client of docs/api.md, and its snippets.
+            steps.run("cargo xtask python-client", || python_client::run(root));
             // Faults of stores of its own, on the test build the tests above built.
             steps.run("cargo xtask faults --short", || {
                 let mut faults = cmd::cargo(root);

@@ -14,6 +14,7 @@ mod openapi;
 mod openapi_lint;
 mod postgres;
 mod python;
+mod python_client;
 mod receivers;
 mod redbot;
 mod redis;
@@ -68,6 +69,10 @@ Tasks:
                           docs/operations.md
   redbot                  REDbot (the HTTP linter, from PyPI) on the answers of a server on
                           memory://: any bad note or caching warning fails
+  python-client           the Python client of docs/api.md (openapi-python-client, from
+                          PyPI), generated from docs/openapi.json: ruff check and mypy
+                          --strict on it, then its snippets in docs/api.md run against a
+                          server on memory://
   schemathesis            schemathesis (from PyPI) with every check against the document a
                           server on memory:// serves, in a network namespace of its own
                           where the machine allows one: any failure fails
@@ -131,6 +136,7 @@ fn run() -> Result<ExitCode> {
             upgrade::run(&root, base).map(|()| ExitCode::SUCCESS)
         }
         (Some("redbot"), []) => redbot::run(&root).map(|()| ExitCode::SUCCESS),
+        (Some("python-client"), []) => python_client::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("schemathesis"), []) => schemathesis::run(&root).map(|()| ExitCode::SUCCESS),
         (Some("schemathesis"), [flag]) if flag == "--inside" => {
             schemathesis::run_inside(&root).map(|()| ExitCode::SUCCESS)
