@@ -35,19 +35,27 @@ fn merge_patch_alone(document: &mut Value) {
 }
 
 /// Replaces each inline enum of event types that holds `"*"` by a reference to one
-/// `EventSelector` schema.
+/// `EventSelector` schema, and so the event types an endpoint's answers list (strings).
 fn shared_event_selector(document: &mut Value) {
     let Some(schemas) = document["components"]["schemas"].as_object_mut() else { return };
     let mut selector = None;
-    for schema in schemas.values_mut() {
+    let mut listed = Vec::new();
+    for (name, schema) in schemas.iter_mut() {
         // Read with `pointer_mut`: indexing would add the keys it looks for.
         let Some(items) = schema.pointer_mut("/properties/events/items") else { continue };
         if items["enum"].as_array().is_some_and(|values| values.contains(&json!("*"))) {
             selector.get_or_insert_with(|| items.clone());
             *items = json!({"$ref": format!("#/components/schemas/{EVENT_SELECTOR}")});
+        } else if items == &json!({"type": "string"}) {
+            listed.push(name.clone());
         }
     }
     let Some(mut selector) = selector else { return };
+    for name in listed {
+        if let Some(items) = schemas[&name].pointer_mut("/properties/events/items") {
+            *items = json!({"$ref": format!("#/components/schemas/{EVENT_SELECTOR}")});
+        }
+    }
     let names: Vec<String> = selector["enum"]
         .as_array()
         .into_iter()
@@ -76,13 +84,14 @@ mod tests {
             "components": {"schemas": {
                 "New": {"properties": {"events": {"items": {"type": "string", "enum": ["*", "pet.created"]}}}},
                 "Update": {"properties": {"events": {"items": {"type": "string", "enum": ["*", "pet.created"]}}}},
+                "Endpoint": {"properties": {"events": {"items": {"type": "string"}}}},
             }},
         });
         for_generators(&mut document);
         let content = &document["paths"]["/pets/{petId}"]["patch"]["requestBody"]["content"];
         assert_eq!(content, &json!({"application/merge-patch+json": {}}));
         let reference = json!({"$ref": "#/components/schemas/EventSelector"});
-        for name in ["New", "Update"] {
+        for name in ["New", "Update", "Endpoint"] {
             assert_eq!(
                 document["components"]["schemas"][name]["properties"]["events"]["items"],
                 reference
