@@ -79,8 +79,8 @@ impl ApiKeyStore for FaultyApiKeyStore {
 }
 
 /// A [`RateLimiter`] that lags on purpose. Its port cannot fail (every request gets a
-/// decision), so only the latency of the [`Faults`] applies: for tests of what a slow shared
-/// limiter store does to requests.
+/// decision), so only the latency of the [`Faults`](super::Faults) applies: for tests of
+/// what a slow shared limiter store does to requests.
 pub struct SlowRateLimiter {
     inner: Arc<dyn RateLimiter>,
     latency: Duration,
