@@ -127,7 +127,7 @@ pub fn start_instance(
         .context("could not start an instance")?;
     let process = Process(child);
     // The ready file gives the base URL, `http://127.0.0.1:PORT`.
-    let address = crate::load::wait_until_ready(&ready)?;
+    let address = crate::system::wait_until_ready(&ready)?;
     Ok((process, address))
 }
 

@@ -127,7 +127,7 @@ impl MemoryServer {
                 .spawn()
                 .with_context(|| format!("could not start {}", server.display()))?,
         );
-        let base = crate::load::wait_until_ready(&ready_file)?;
+        let base = wait_until_ready(&ready_file)?;
         let ready = serde_json::from_str(&fs::read_to_string(&ready_file)?)?;
         Ok(Self { base, ready, _process: process, _dir: dir })
     }
@@ -139,4 +139,20 @@ impl MemoryServer {
             .map(str::to_owned)
             .with_context(|| format!("no key {name}"))
     }
+}
+
+/// Waits for a server's `--ready-file`, up to 60 s, and returns the address it listens on.
+pub fn wait_until_ready(ready_file: &Path) -> Result<String> {
+    for _ in 0..600 {
+        if let Ok(text) = std::fs::read_to_string(ready_file) {
+            let ready: serde_json::Value =
+                serde_json::from_str(&text).context("the ready file is not JSON")?;
+            return ready["address"]
+                .as_str()
+                .map(str::to_owned)
+                .context("the ready file has no address");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("the server did not listen within 60 s")
 }

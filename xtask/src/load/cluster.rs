@@ -45,7 +45,7 @@ pub fn run(root: &Path) -> Result<()> {
             .spawn()
             .context("could not start the in-process instance")?,
     );
-    let local_base = super::wait_until_ready(&ready)?;
+    let local_base = crate::system::wait_until_ready(&ready)?;
     let shared_base = &cluster.instances[0];
     for base in [&local_base, shared_base, &cluster.address] {
         wrk::measure(&format!("{base}{PAGE}"), &auth, None, seconds.min(3))?;

@@ -276,7 +276,7 @@ fn start_instance(
             .spawn()
             .context("could not start the server")?,
     );
-    let base = wait_until_ready(&ready)?;
+    let base = crate::system::wait_until_ready(&ready)?;
     let registered = call(&base, &key, reqwest::Method::POST, "/v1/webhook_endpoints", receiver)?;
     let endpoint = format!("/v1/webhook_endpoints/{}", registered["id"]);
     let service = Target { base, auth: format!("Authorization: Bearer {key}"), pid: server.0.id() };
@@ -343,20 +343,4 @@ fn resident_mib(pid: u32) -> Result<f64> {
         .context("no RssAnon")?
         .parse()?;
     Ok(kib / 1024.0)
-}
-
-/// Waits for a server's `--ready-file`, up to 60 s, and returns the address it listens on.
-pub fn wait_until_ready(ready_file: &Path) -> Result<String> {
-    for _ in 0..600 {
-        if let Ok(text) = std::fs::read_to_string(ready_file) {
-            let ready: serde_json::Value =
-                serde_json::from_str(&text).context("the ready file is not JSON")?;
-            return ready["address"]
-                .as_str()
-                .map(str::to_owned)
-                .context("the ready file has no address");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    bail!("the server did not listen within 60 s")
 }
