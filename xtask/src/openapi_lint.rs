@@ -26,15 +26,8 @@ fn tools(root: &Path, name: &str) -> PathBuf {
 
 /// Validates the document with `openapi-spec-validator`, installed on first use.
 pub fn validate(root: &Path) -> Result<()> {
-    let venv = tools(root, "openapi-spec-validator");
-    let validator = venv.join("bin/openapi-spec-validator");
-    if !validator.exists() {
-        cmd::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-            .context("could not create a Python virtual environment (python3 -m venv)")?;
-        cmd::run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", VALIDATOR]))
-            .with_context(|| format!("could not install {VALIDATOR} from PyPI"))?;
-    }
-    cmd::run(Command::new(&validator).arg(root.join(DOCUMENT)))
+    let venv = crate::python::tools(root, "openapi-spec-validator", &[VALIDATOR])?;
+    cmd::run(Command::new(venv.join("bin/openapi-spec-validator")).arg(root.join(DOCUMENT)))
 }
 
 /// Whether npm is installed.

@@ -1,13 +1,36 @@
-//! pytest, for the black-box test that runs the Python harness example of docs/testing.md
-//! (`docs/examples/conftest.py`, `tests/blackbox/harness_contract.rs`). On Debian as root,
-//! `python3-pytest` is installed when no Python on the machine has pytest; elsewhere a
-//! missing pytest stops the task with the command that installs it.
+//! Python for the tasks.
+//!
+//! - pytest, for the black-box test that runs the Python harness example of docs/testing.md
+//!   (`docs/examples/conftest.py`, `tests/blackbox/harness_contract.rs`). On Debian as root,
+//!   `python3-pytest` is installed when no Python on the machine has pytest; elsewhere a
+//!   missing pytest stops the task with the command that installs it.
+//! - [`tools`]: the virtual environments under `target/tools` that hold the tools the tasks
+//!   install from the Python Package Index, pinned.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::system;
+use crate::{cmd, system};
+
+/// The virtual environment `target/tools/NAME`, with `packages` (each `name==version`):
+/// made and filled on first use, and again when one of them is missing; its path.
+pub fn tools(root: &Path, name: &str, packages: &[&str]) -> Result<PathBuf> {
+    let venv = root.join("target/tools").join(name);
+    let pip = venv.join("bin/pip");
+    let installed = Command::new(&pip).arg("freeze").output().is_ok_and(|out| {
+        let frozen = String::from_utf8_lossy(&out.stdout).to_lowercase();
+        packages.iter().all(|package| frozen.lines().any(|line| line == *package))
+    });
+    if !installed {
+        cmd::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
+            .context("could not create a Python virtual environment (python3 -m venv)")?;
+        cmd::run(Command::new(&pip).args(["install", "--quiet"]).args(packages))
+            .with_context(|| format!("could not install {} from PyPI", packages.join(", ")))?;
+    }
+    Ok(venv)
+}
 
 /// Tells the Python example's test to fail rather than skip when pytest is missing.
 pub const REQUIRE_ENV: &str = "ANIMAL_STORE_REQUIRE_PYTEST";

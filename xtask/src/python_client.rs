@@ -7,10 +7,10 @@
 //! The tools are installed on first use into a virtual environment under `target/tools`, as
 //! `redbot` is, at the versions docs/api.md names.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::cmd;
 use crate::system::MemoryServer;
@@ -28,22 +28,6 @@ const DOCUMENTED_BASE: &str = "http://127.0.0.1:8080/v1";
 /// An unlimited key for the snippets.
 const FIXTURES: &str = r#"{"keys": [{"name": "client", "plan": "enterprise",
     "perMinute": 100000, "perDay": 1000000}]}"#;
-
-/// Installs the tools if needed and returns the virtual environment.
-fn ensure(root: &Path) -> Result<PathBuf> {
-    let venv = root.join("target/tools/python-client");
-    let installed = Command::new(venv.join("bin/pip")).arg("freeze").output().is_ok_and(|out| {
-        let frozen = String::from_utf8_lossy(&out.stdout).to_lowercase();
-        TOOLS.iter().all(|tool| frozen.contains(tool))
-    });
-    if !installed {
-        cmd::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-            .context("could not create a Python virtual environment (python3 -m venv)")?;
-        cmd::run(Command::new(venv.join("bin/pip")).args(["install", "--quiet"]).args(TOOLS))
-            .context("could not install openapi-python-client, ruff and mypy from PyPI")?;
-    }
-    Ok(venv)
-}
 
 /// The Python snippets of docs/api.md that import the client, the one that makes `client`
 /// first, the others in the order of the page, with the server's address and `key`.
@@ -66,7 +50,7 @@ fn snippets(root: &Path, base: &str, key: &str) -> Result<String> {
 /// Generates the client, checks it, installs it, and runs the snippets against a server of
 /// the test build (the binary the workspace's tests run).
 pub fn run(root: &Path) -> Result<()> {
-    let venv = ensure(root)?;
+    let venv = crate::python::tools(root, "python-client", &TOOLS)?;
     let bin = venv.join("bin");
     let dir = tempfile::tempdir()?;
     // The generator formats its output with the `ruff` it finds on the PATH.

@@ -35,16 +35,7 @@ fn node(root: &Path) -> PathBuf {
 
 /// Installs both libraries where they are missing.
 pub fn ensure(root: &Path) -> Result<()> {
-    let venv = dir(root).join("python");
-    if !python(root).exists() {
-        cmd::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-            .context("could not create a Python virtual environment (python3 -m venv)")?;
-    }
-    let imports = Command::new(python(root)).args(["-c", "import standardwebhooks"]).output();
-    if !imports.is_ok_and(|out| out.status.success()) {
-        cmd::run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", PYTHON_PACKAGE]))
-            .with_context(|| format!("could not install {PYTHON_PACKAGE} from PyPI"))?;
-    }
+    crate::python::tools(root, "webhooks/python", &[PYTHON_PACKAGE])?;
     if !openapi_lint::has_npm() {
         let as_root = system::is_root().context("could not tell whether we run as root")?;
         if !(as_root && system::is_debian()) {

@@ -92,19 +92,7 @@ const CHECKS: [Check; 11] = [
 
 /// Installs `redbot` if needed and returns the virtual environment's Python.
 fn ensure(root: &Path) -> Result<PathBuf> {
-    let venv = root.join("target/tools/redbot");
-    let python = venv.join("bin/python");
-    let installed = Command::new(&python)
-        .args(["-c", "import redbot, thor"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !installed {
-        cmd::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-            .context("could not create a Python virtual environment (python3 -m venv)")?;
-        cmd::run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", REDBOT]))
-            .with_context(|| format!("could not install {REDBOT} from PyPI"))?;
-    }
-    Ok(python)
+    Ok(crate::python::tools(root, "redbot", &[REDBOT])?.join("bin/python"))
 }
 
 /// Checks every answer of [`CHECKS`] on the test build of the server (the binary the

@@ -36,19 +36,7 @@ const REGISTERING: [&str; 2] = ["createWebhookEndpoint", "updateWebhookEndpoint"
 
 /// Installs schemathesis if needed and returns its command.
 fn ensure(root: &Path) -> Result<PathBuf> {
-    let venv = root.join("target/tools/schemathesis");
-    let program = venv.join("bin/schemathesis");
-    let installed = Command::new(&program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("4.32.5"));
-    if !installed {
-        cmd::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-            .context("could not create a Python virtual environment (python3 -m venv)")?;
-        cmd::run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", SCHEMATHESIS]))
-            .with_context(|| format!("could not install {SCHEMATHESIS} from PyPI"))?;
-    }
-    Ok(program)
+    Ok(crate::python::tools(root, "schemathesis", &[SCHEMATHESIS])?.join("bin/schemathesis"))
 }
 
 /// Whether this machine gives a process a network namespace with its loopback up.
