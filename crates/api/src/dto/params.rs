@@ -86,31 +86,6 @@ impl<S: Type> ParseFromParameter for RawParams<S> {
     }
 }
 
-/// The schema of `listPets`' `id`: 1 to [`PetIds::MAX`] int64 ids, each given as its own
-/// `id=` (`id=3&id=7`).
-pub struct PetIdsSchema;
-
-impl Type for PetIdsSchema {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
-
-    fn name() -> Cow<'static, str> {
-        "list_integer(int64)".into()
-    }
-
-    fn schema_ref() -> MetaSchemaRef {
-        MetaSchemaRef::Inline(Box::new(MetaSchema {
-            items: Some(Box::new(i64::schema_ref())),
-            min_items: Some(1),
-            max_items: Some(PetIds::MAX),
-            ..MetaSchema::new("array")
-        }))
-    }
-
-    raw_value_is_self!();
-}
-
 /// `listPets`' `id`s: `invalid_request` when one is not an integer, `validation_failed`
 /// when there are more than [`PetIds::MAX`].
 pub fn parse_pet_ids(raw: &[String]) -> Result<PetIds, ApiError> {
@@ -136,9 +111,9 @@ fn text_schema(max: Option<usize>, pattern: &str) -> MetaSchemaRef {
     }))
 }
 
-/// Declares a string schema that documents what the handler checks by hand.
-macro_rules! text_schema {
-    ($(#[$doc:meta])* $name:ident, $title:literal, $max:expr, $pattern:expr) => {
+/// Declares a type that only documents, with `schema`, what a handler checks by hand.
+macro_rules! schema {
+    ($(#[$doc:meta])* $name:ident, $title:literal, $schema:expr) => {
         $(#[$doc])*
         pub struct $name;
 
@@ -152,7 +127,7 @@ macro_rules! text_schema {
             }
 
             fn schema_ref() -> MetaSchemaRef {
-                text_schema($max, $pattern)
+                $schema
             }
 
             raw_value_is_self!();
@@ -160,57 +135,55 @@ macro_rules! text_schema {
     };
 }
 
-text_schema!(
+schema!(
+    /// The schema of `listPets`' `limit`: an int64 within the bounds of [`PageSize`], its
+    /// default by default.
+    PageSizeSchema,
+    "integer(int64)",
+    MetaSchemaRef::Inline(Box::new(MetaSchema {
+        format: Some("int64"),
+        minimum: Some(f64::from(PageSize::MIN)),
+        maximum: Some(f64::from(PageSize::MAX)),
+        default: Some(PageSize::DEFAULT.get().into()),
+        ..MetaSchema::new("integer")
+    }))
+);
+
+schema!(
+    /// The schema of `listPets`' `id`: 1 to [`PetIds::MAX`] int64 ids, each given as its own
+    /// `id=` (`id=3&id=7`).
+    PetIdsSchema,
+    "list_integer(int64)",
+    MetaSchemaRef::Inline(Box::new(MetaSchema {
+        items: Some(Box::new(i64::schema_ref())),
+        min_items: Some(1),
+        max_items: Some(PetIds::MAX),
+        ..MetaSchema::new("array")
+    }))
+);
+
+schema!(
     /// The schema of `Idempotency-Key`: 1 to 255 visible ASCII characters, or the same as a
     /// structured-field string (`"..."`, with `\"` and `\\` its only escapes).
     IdempotencyKeySchema,
     "string(idempotency-key)",
-    Some(2 + 2 * 255),
-    r#"^(?:[!#-~][!-~]{0,254}|"(?:[!#-\[\]-~]|\\["\\]){1,255}")$"#
+    text_schema(Some(2 + 2 * 255), r#"^(?:[!#-~][!-~]{0,254}|"(?:[!#-\[\]-~]|\\["\\]){1,255}")$"#)
 );
 
-text_schema!(
+schema!(
     /// The schema of `If-Match`: `*`, or a list of entity tags (`"..."` or `W/"..."`)
     /// separated by commas or spaces.
     EntityTagsSchema,
     "string(entity-tags)",
-    None,
-    r#"^(?:\*|(?:W/)?"[!#-~]*"(?:[ ,]+(?:W/)?"[!#-~]*")*)$"#
+    text_schema(None, r#"^(?:\*|(?:W/)?"[!#-~]*"(?:[ ,]+(?:W/)?"[!#-~]*")*)$"#)
 );
 
-text_schema!(
+schema!(
     /// The schema of a listing's `cursor`: opaque, base64url without padding.
     CursorSchema,
     "string(cursor)",
-    None,
-    "^[A-Za-z0-9_-]+$"
+    text_schema(None, "^[A-Za-z0-9_-]+$")
 );
-
-/// The schema of `listPets`' `limit`: an int64 within the bounds of [`PageSize`], its
-/// default by default.
-pub struct PageSizeSchema;
-
-impl Type for PageSizeSchema {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
-
-    fn name() -> Cow<'static, str> {
-        "integer(int64)".into()
-    }
-
-    fn schema_ref() -> MetaSchemaRef {
-        MetaSchemaRef::Inline(Box::new(MetaSchema {
-            format: Some("int64"),
-            minimum: Some(f64::from(PageSize::MIN)),
-            maximum: Some(f64::from(PageSize::MAX)),
-            default: Some(PageSize::DEFAULT.get().into()),
-            ..MetaSchema::new("integer")
-        }))
-    }
-
-    raw_value_is_self!();
-}
 
 /// A listing's `limit`: `invalid_request` when it is not an integer, `validation_failed`
 /// when it is outside the bounds of [`PageSize`].
