@@ -3,7 +3,11 @@
 
 use futures_util::future::join_all;
 
-use crate::harness::{Client, Db, Server, json};
+use crate::harness::{Client, Db, Server, TestClock, json};
+
+/// The time of the server's clock file, which stands still: the minute's window never turns
+/// between the key's 60th request and its 61st.
+const NOW: u64 = 1_795_305_605;
 
 async fn suspended_key_survives_a_flood_of_addresses(limiter: &str, capacity: &str) {
     let db = Db::sqlite();
@@ -18,7 +22,9 @@ async fn suspended_key_survives_a_flood_of_addresses(limiter: &str, capacity: &s
         "--trusted-proxy",
         "127.0.0.1",
     ];
-    let server = Server::start(&db.url, db.path().to_path_buf(), &args);
+    let clock = TestClock::at(db.path(), NOW);
+    let server =
+        Server::start(&db.url, db.path().to_path_buf(), &[&args[..], &clock.flag()].concat());
     let client = Client::new(&key);
     let pets = server.url("/v1/pets");
     for _ in 0..60 {
