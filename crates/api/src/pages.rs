@@ -32,23 +32,20 @@ impl Pages {
         Self { service, document, origins, served: OnceLock::new(), docs: OnceLock::new() }
     }
 
-    /// The document as served: this server first in `servers`.
-    fn text(&self) -> String {
-        let document = openapi::served(openapi::published(self.document.clone()));
-        serde_json::to_string_pretty(&document).unwrap_or_default()
-    }
-
-    /// `/v1/openapi.json`.
+    /// `/v1/openapi.json`: the document as served, this server first in `servers`.
     pub fn document(&self) -> &Published {
         self.served.get_or_init(|| {
-            Published::new(self.text(), "application/json; charset=utf-8", Vec::new())
+            let document = openapi::served(openapi::published(self.document.clone()));
+            let text = serde_json::to_string_pretty(&document).unwrap_or_default();
+            Published::new(text, "application/json; charset=utf-8", Vec::new())
         })
     }
 
-    /// `/v1/docs`, whose policy admits its own inline scripts and the API's origins.
+    /// `/v1/docs`, which embeds the served document, and whose policy admits its own inline
+    /// scripts and the API's origins.
     pub fn docs(&self) -> &Published {
         self.docs.get_or_init(|| {
-            let page = openapi::docs_page(&self.service, &self.text());
+            let page = openapi::docs_page(&self.service, self.document().text());
             let csp = published::content_security_policy(&page, &self.origins);
             let headers = [
                 (header::CONTENT_SECURITY_POLICY, HeaderValue::from_str(&csp).ok()),

@@ -45,6 +45,11 @@ impl Published {
         Self { identity: Bytes::from(body), gzip: OnceLock::new(), etag, content_type, headers }
     }
 
+    /// The body as text: it was built from a `String`, so it is always UTF-8.
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.identity).unwrap_or_default()
+    }
+
     /// The document gzipped, compressed on the first call; empty if compressing failed.
     fn gzip(&self) -> &Bytes {
         self.gzip.get_or_init(|| {
