@@ -23,6 +23,7 @@ mod ready_file;
 mod schema;
 mod serve;
 mod stores;
+mod sweep;
 #[cfg(feature = "testing")]
 pub mod testkit;
 mod webhooks;

@@ -20,7 +20,7 @@ use crate::failure::Failure;
 use crate::fixtures::{DEMO_KEY, Fixtures};
 use crate::stores::{Schema, Stores};
 use crate::wiring::Wiring;
-use crate::{descriptors, ready_file};
+use crate::{descriptors, ready_file, sweep};
 
 fn api_config(document: &DocumentArgs) -> ApiConfig {
     ApiConfig {
@@ -186,12 +186,12 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         }
         let readiness = state.readiness.clone();
         let deliverer = deliverer(args, &stores, state.clock.clone())?;
-        let every = if stores.is_memory() { MEMORY_SWEEP_INTERVAL } else { SWEEP_INTERVAL };
+        let every = if stores.is_memory() { sweep::MEMORY_INTERVAL } else { sweep::INTERVAL };
         let (idempotency, events) = (state.idempotency.clone(), state.events.clone());
         // The first sweep ends before the worker claims: a restart delivers nothing that
         // went past its retention while the service was down.
-        sweep_once(&idempotency, &events, &deliverer).await;
-        let sweeper = tokio::spawn(sweep(idempotency, events, deliverer.clone(), every));
+        sweep::once(&idempotency, &events, &deliverer).await;
+        let sweeper = tokio::spawn(sweep::repeat(idempotency, events, deliverer.clone(), every));
         let worker = crate::deliveries::Worker::start(deliverer)?;
         // Built before the ready file is written: ready means ready to answer.
         let app = animal_store_api::app(state);
@@ -265,57 +265,6 @@ fn deliverer(
         clock,
         schedule,
     ))
-}
-
-/// How often the idempotency records, and the events and webhook attempts older than their
-/// retention, are removed.
-const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
-/// The same on `memory://`, where a sweep costs little: a harness that moves the clock file
-/// past a retention sees what it removes within a second.
-const MEMORY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
-/// How many records or events one sweep transaction removes at most: a short write, so that
-/// the writes queued meanwhile wait little.
-const SWEEP_BATCH: usize = 500;
-
-/// Removes expired idempotency records, events and webhook attempts `every`
-/// ([`SWEEP_INTERVAL`] or [`MEMORY_SWEEP_INTERVAL`]), after the [`sweep_once`] of the
-/// start, until aborted.
-async fn sweep(
-    idempotency: animal_store_domain::IdempotencyService,
-    events: animal_store_domain::EventService,
-    deliverer: animal_store_domain::Deliverer,
-    every: Duration,
-) {
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    loop {
-        ticks.tick().await;
-        sweep_once(&idempotency, &events, &deliverer).await;
-    }
-}
-
-/// Removes the expired idempotency records, events and webhook attempts, each in batches of
-/// [`SWEEP_BATCH`] until none is left. Attempts are kept as long as events, swept by their
-/// own age whatever number of events expire. A failure is logged: the next sweep tries again.
-async fn sweep_once(
-    idempotency: &animal_store_domain::IdempotencyService,
-    events: &animal_store_domain::EventService,
-    deliverer: &animal_store_domain::Deliverer,
-) {
-    match idempotency.sweep(SWEEP_BATCH).await {
-        Ok(0) => {}
-        Ok(removed) => tracing::info!(removed, "removed expired idempotency records"),
-        Err(err) => tracing::warn!(error = %err, "removing expired idempotency records failed"),
-    }
-    match events.sweep(SWEEP_BATCH).await {
-        Ok(0) => {}
-        Ok(removed) => tracing::info!(removed, "removed expired events"),
-        Err(err) => tracing::warn!(error = %err, "removing expired events failed"),
-    }
-    match deliverer.sweep(events.kept_since(), SWEEP_BATCH).await {
-        Ok(0) => {}
-        Ok(removed) => tracing::info!(removed, "removed expired webhook attempts"),
-        Err(err) => tracing::warn!(error = %err, "removing expired webhook attempts failed"),
-    }
 }
 
 /// The checks `serve` makes of its settings before it opens anything, for `config`.
