@@ -273,6 +273,8 @@ impl Pet {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn ids_are_one_to_a_hundred_kept_in_order_once() {
         let ids = PetIds::new([7, 3, 7, 5].map(PetId::new)).expect("ids");
@@ -284,8 +286,6 @@ mod tests {
         assert!(PetIds::new((1..=100).map(PetId::new)).is_ok());
         assert_eq!(PetIds::new((1..=101).map(PetId::new)), Err(PetIdsError::TooMany(101)));
     }
-
-    use super::*;
 
     #[test]
     fn a_long_status_is_quoted_as_an_excerpt() {
