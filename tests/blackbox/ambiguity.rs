@@ -1,5 +1,5 @@
-//! Requests a front end and this service could read two ways are refused (a parameter or a
-//! JSON key given twice, a body framed both by `Content-Length` and `Transfer-Encoding` or
+//! Requests a front end and this service could read two ways are refused (a parameter, a
+//! JSON key or the `Authorization` header given twice, a body framed both by `Content-Length` and `Transfer-Encoding` or
 //! by another `Transfer-Encoding` than `chunked`), and errors echo at most a bounded prefix
 //! of what the client sent, in words the client can act on.
 
@@ -40,6 +40,31 @@ async fn repeated_parameters_and_keys_are_refused_naming_them() {
     let nested = r#"{"name":"a","categoryId":1,"tags":{"x":1,"x":2}}"#;
     assert_eq!(client.post(&server.url("/v1/pets"), nested).await.status(), 400);
     assert!(list_all(&client, &server).await.is_empty(), "nothing stored");
+}
+
+#[tokio::test]
+async fn two_authorization_headers_are_refused_whichever_comes_first() {
+    let db = Db::sqlite();
+    let (first, second) = (db.key("pro"), db.key("pro"));
+    let server = db.start();
+    let http = reqwest::Client::new();
+    for keys in [[first.as_str(), &second], [&first, &first], [&second, "as_live_bogus"]] {
+        let resp = http
+            .post(server.url("/v1/pets"))
+            .header("authorization", format!("Bearer {}", keys[0]))
+            .header("authorization", format!("Bearer {}", keys[1]))
+            .header("content-type", "application/json")
+            .body(r#"{"name":"Rex","categoryId":1}"#)
+            .send()
+            .await
+            .expect("a response");
+        assert_eq!(resp.status(), 400, "{keys:?}");
+        let body = json(resp).await;
+        assert_eq!(body["code"], "invalid_request");
+        let message = body["message"].as_str().expect("a message");
+        assert!(message.contains("Authorization must be sent once"), "{message}");
+    }
+    assert!(list_all(&Client::new(&first), &server).await.is_empty(), "nothing stored");
 }
 
 #[tokio::test]

@@ -196,6 +196,16 @@ async fn bad_input_is_refused_in_the_error_shape() {
     error(client.get(&server.url("/v1/events/1")).await, 404, "not_found").await;
     let anonymous = reqwest::get(server.url("/v1/events")).await.expect("a response");
     error(anonymous, 401, "unauthorized").await;
+
+    // A long type is repeated as its first 32 characters and its length, never whole.
+    let long = "x".repeat(60_000);
+    let resp = client.get(&server.url(&format!("/v1/events?type={long}"))).await;
+    assert_eq!(resp.status(), 400);
+    let body = resp.text().await.expect("a body");
+    assert!(body.len() < 500, "{} bytes: {}", body.len(), &body[..500.min(body.len())]);
+    let message = serde_json::from_str::<Value>(&body).expect("JSON")["message"].clone();
+    let cut = format!("{}... (60000 characters)", "x".repeat(32));
+    assert!(message.as_str().is_some_and(|m| m.contains(&cut)), "{message}");
 }
 
 #[tokio::test]

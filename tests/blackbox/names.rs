@@ -26,6 +26,10 @@ async fn invisible_and_reordering_names_are_refused() {
         ("\\u0378", "unassigned"),
         ("\\ue000", "private-use"),
         ("a\\ufff9b\\ufffac\\ufffb", "interlinear annotation"),
+        ("Re\\u200bx", "invisible character (found U+200B)"),
+        ("\\ufeffRex", "invisible character (found U+FEFF)"),
+        ("Re\\u00adx", "invisible character (found U+00AD)"),
+        ("Re\\u200dx", "invisible character (found U+200D)"),
     ] {
         let resp = client.post(&pets, &format!(r#"{{"name":"{name}","categoryId":1}}"#)).await;
         assert_eq!(resp.status(), 400, "{name}");
@@ -47,6 +51,9 @@ async fn invisible_and_reordering_names_are_refused() {
         "👨\u{200d}👩\u{200d}👧",
         "🇫🇷",
         "❤\u{fe0f}",
+        "🏳\u{fe0f}\u{200d}🌈",
+        "🏴\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f}",
+        "क्\u{200d}ष",
         &format!("a{}", "\u{301}".repeat(30)),
     ] {
         let resp = client.post(&pets, &format!(r#"{{"name":"{name}","categoryId":1}}"#)).await;

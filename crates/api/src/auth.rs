@@ -43,6 +43,14 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// Whether the request carries more than one `Authorization` header. Such a request is
+/// refused with 400, as repeated query parameters and JSON keys are: which one a server
+/// reads differs between servers, so a proxy in front could check one key while the service
+/// acts for another.
+pub fn is_repeated(headers: &HeaderMap) -> bool {
+    headers.get_all(AUTHORIZATION).iter().nth(1).is_some()
+}
+
 /// Looks the key `presented` up in the key store: the live key, or `None` for any key that
 /// is not one (unknown, revoked, expired).
 ///
@@ -91,5 +99,14 @@ mod tests {
         assert_eq!(token("Bearer "), None);
         assert_eq!(token("Bearer"), None);
         assert_eq!(bearer_token(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_second_authorization_header_is_seen() {
+        let mut headers = HeaderMap::new();
+        headers.append(AUTHORIZATION, HeaderValue::from_static("Bearer a"));
+        assert!(!is_repeated(&headers));
+        headers.append(AUTHORIZATION, HeaderValue::from_static("Bearer b"));
+        assert!(is_repeated(&headers));
     }
 }

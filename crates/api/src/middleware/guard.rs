@@ -142,6 +142,18 @@ impl Decided {
 async fn decide(state: &AppState, req: &Request) -> Decided {
     let address = rate_limit::address_subject(state, req);
     let per_address = state.limiter.policy().per_address;
+    if auth::is_repeated(req.headers()) {
+        // Counted as a request without a valid key: it acts for nobody.
+        let decision = state.limiter.check(&address, per_address).await;
+        let mut decided = Decided::of(Ok(None), &address, decision);
+        decided.refusal.get_or_insert_with(|| {
+            ApiError::invalid_request(
+                "Authorization must be sent once: this request has several Authorization \
+                 headers",
+            )
+        });
+        return decided;
+    }
     let Some(token) = auth::bearer_token(req.headers()) else {
         let decision = state.limiter.check(&address, per_address).await;
         return Decided::of(Ok(None), &address, decision);

@@ -50,7 +50,8 @@ pub enum EventType {
     OrderUpdated,
 }
 
-/// A string that names no event type.
+/// A string that names no event type, with the [`excerpt`](crate::excerpt) of it that is
+/// repeated.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error(
     "type must be one of pet.created, pet.updated, pet.deleted, order.placed, order.updated, \
@@ -93,7 +94,7 @@ impl FromStr for EventType {
         Self::ALL
             .into_iter()
             .find(|kind| kind.as_str() == s)
-            .ok_or_else(|| EventTypeError(s.into()))
+            .ok_or_else(|| EventTypeError(crate::excerpt(s)))
     }
 }
 
@@ -203,5 +204,13 @@ mod tests {
             "pet.removed".parse::<EventType>(),
             Err(EventTypeError("pet.removed".to_owned()))
         );
+    }
+
+    #[test]
+    fn a_long_type_is_repeated_as_its_excerpt() {
+        let long = "x".repeat(60_000);
+        let err = long.parse::<EventType>().expect_err("no such type");
+        assert_eq!(err.0, format!("{}... (60000 characters)", "x".repeat(32)));
+        assert!(err.to_string().len() < 200, "{err}");
     }
 }

@@ -8,8 +8,11 @@
 //!
 //! 1. Every code point must be an ordinary character: no control characters, no
 //!    bidirectional controls (the "Trojan Source" characters), no line or paragraph
-//!    separators, no interlinear annotation characters, and nothing unassigned, private-use
-//!    or a noncharacter. The first such code point in the name gives the reason.
+//!    separators, no interlinear annotation characters, nothing unassigned, private-use
+//!    or a noncharacter, and none of Unicode's default-ignorable code points (U+200B ZERO
+//!    WIDTH SPACE, U+FEFF, U+00AD SOFT HYPHEN...), which make `Re\u{200b}x` look like
+//!    `Rex`, but for those that scripts and emoji need ([`is_needed_ignorable`]). The first
+//!    such code point in the name gives the reason.
 //! 2. The combining marks must sit on something: a name does not start with one, and no
 //!    base carries more than [`MAX_MARKS_IN_A_ROW`] of them (the limit of Unicode's
 //!    stream-safe text format, UAX #15).
@@ -18,15 +21,19 @@
 //!    characters, variation selectors...), combining marks and characters that draw nothing
 //!    ([`BLANK_LOOKING`]).
 //!
-//! Joiners and variation selectors between visible characters are kept: Persian needs
-//! U+200C ZERO WIDTH NON-JOINER, emoji sequences U+200D ZERO WIDTH JOINER and U+FE0F.
+//! The default-ignorable code points that real text needs are kept: variation selectors
+//! (U+FE0F of `❤\u{fe0f}`), U+200C ZERO WIDTH NON-JOINER and U+200D ZERO WIDTH JOINER where
+//! RFC 5892's contextual rules allow them (Persian's `می\u{200c}خواهم`, after a virama),
+//! U+200D between the emoji of an emoji ZWJ sequence (`👨\u{200d}👩\u{200d}👧`, UTS #51),
+//! and the tags of an emoji tag sequence (the flag of Scotland).
 //! Lengths are not part of the rule: each name type has its own.
 
 use std::ops::RangeInclusive;
 
 use icu_properties::props::{
-    BidiControl, BinaryProperty, DefaultIgnorableCodePoint, EnumeratedProperty, GeneralCategory,
-    GeneralCategoryGroup, NoncharacterCodePoint, WhiteSpace,
+    BidiControl, BinaryProperty, CanonicalCombiningClass, DefaultIgnorableCodePoint,
+    EnumeratedProperty, ExtendedPictographic, GeneralCategory, GeneralCategoryGroup, JoiningType,
+    NoncharacterCodePoint, WhiteSpace,
 };
 use thiserror::Error;
 
@@ -71,6 +78,14 @@ pub enum NameRuleError {
         code = u32::from(*.0)
     )]
     UnassignedCodePoint(char),
+    /// The name contains a default-ignorable code point, which shows nothing (U+200B ZERO
+    /// WIDTH SPACE, U+2060 WORD JOINER, U+FEFF, U+00AD SOFT HYPHEN...), where no script or
+    /// emoji sequence needs it. It carries the first one.
+    #[error(
+        "name must not contain an invisible character (found U+{code:04X}); U+200C and U+200D only where a script or an emoji sequence joins with them",
+        code = u32::from(*.0)
+    )]
+    InvisibleCharacter(char),
     /// The name is made of whitespace only.
     #[error("name must not be blank")]
     Blank,
@@ -94,7 +109,14 @@ pub enum NameRuleError {
 ///
 /// [`NameRuleError`] names the first part of the rule `name` breaks.
 pub fn check_name(name: &str) -> Result<(), NameRuleError> {
-    if let Some(reason) = name.chars().find_map(refused) {
+    let chars: Vec<char> = name.chars().collect();
+    let reason = chars.iter().enumerate().find_map(|(at, &c)| {
+        refused(c).or_else(|| {
+            (DefaultIgnorableCodePoint::for_char(c) && !is_needed_ignorable(&chars, at))
+                .then_some(NameRuleError::InvisibleCharacter(c))
+        })
+    });
+    if let Some(reason) = reason {
         return Err(reason);
     }
     if name.chars().all(WhiteSpace::for_char) {
@@ -137,6 +159,68 @@ fn refused(c: char) -> Option<NameRuleError> {
     } else {
         None
     }
+}
+
+/// Whether the default-ignorable code point at `at` in `name` is one that text needs there:
+/// a variation selector; U+200C ZERO WIDTH NON-JOINER or U+200D ZERO WIDTH JOINER after a
+/// virama, or U+200C between letters that join (RFC 5892, Appendix A.1 and A.2); U+200D
+/// between two emoji (UTS #51's ZWJ sequences); a tag of an emoji tag sequence (UTS #51).
+fn is_needed_ignorable(name: &[char], at: usize) -> bool {
+    let c = name[at];
+    let before = &name[..at];
+    let after = &name[at + 1..];
+    let after_virama = before
+        .last()
+        .is_some_and(|&b| CanonicalCombiningClass::for_char(b) == CanonicalCombiningClass::Virama);
+    match c {
+        '\u{fe00}'..='\u{fe0f}'
+        | '\u{e0100}'..='\u{e01ef}'
+        | '\u{180b}'..='\u{180d}'
+        | '\u{180f}' => true,
+        '\u{200c}' => after_virama || joins_across(before, after),
+        '\u{200d}' => {
+            after_virama || (emoji_before(before) && after.first().is_some_and(|&a| is_emoji(a)))
+        }
+        TAGS_START..=TAG_CANCEL => is_in_tag_sequence(c, before, after),
+        _ => false,
+    }
+}
+
+/// The tags of an emoji tag sequence (U+E0020 to U+E007E), and the cancel tag that ends one.
+const TAGS_START: char = '\u{e0020}';
+const TAG_CANCEL: char = '\u{e007f}';
+
+/// RFC 5892's rule for U+200C between letters: `(L|D) T* ZWNJ T* (R|D)` in joining types.
+fn joins_across(before: &[char], after: &[char]) -> bool {
+    let not_transparent = |&&c: &&char| JoiningType::for_char(c) != JoiningType::Transparent;
+    let left = before.iter().rev().find(not_transparent).map(|&c| JoiningType::for_char(c));
+    let right = after.iter().find(not_transparent).map(|&c| JoiningType::for_char(c));
+    matches!(left, Some(JoiningType::LeftJoining | JoiningType::DualJoining))
+        && matches!(right, Some(JoiningType::RightJoining | JoiningType::DualJoining))
+}
+
+/// Whether `before` ends in an emoji, with its presentation selector, skin tone or tags.
+fn emoji_before(before: &[char]) -> bool {
+    let is_decoration =
+        |c: &&char| matches!(**c, '\u{fe0f}' | '\u{1f3fb}'..='\u{1f3ff}' | TAGS_START..=TAG_CANCEL);
+    before.iter().rev().find(|c| !is_decoration(c)).is_some_and(|&c| is_emoji(c))
+}
+
+fn is_emoji(c: char) -> bool {
+    ExtendedPictographic::for_char(c)
+}
+
+/// Whether the tag `tag` sits in an emoji tag sequence: an emoji, tags, the cancel tag.
+fn is_in_tag_sequence(tag: char, before: &[char], after: &[char]) -> bool {
+    let is_tag = |c: &&char| (TAGS_START..TAG_CANCEL).contains(*c);
+    let tags_before = before.iter().rev().take_while(is_tag).count();
+    let base = before.iter().rev().nth(tags_before);
+    let ended = if tag == TAG_CANCEL {
+        tags_before > 0
+    } else {
+        after.iter().find(|c| !is_tag(c)) == Some(&TAG_CANCEL)
+    };
+    base.is_some_and(|&b| is_emoji(b)) && ended
 }
 
 /// Whether `c` is a combining mark: general category Mn, Mc or Me.

@@ -296,13 +296,13 @@ mod tests {
 
     #[test]
     fn a_name_must_show_and_read_as_it_displays() {
-        for invisible in ["\u{200b}", "\u{3164}", " \u{200b} ", "\u{2060}\u{2060}", "\u{2800}"] {
-            assert_eq!(
-                PetName::new(invisible),
-                Err(NameRuleError::Invisible.into()),
-                "{invisible:?}"
-            );
+        for (invisible, first) in
+            [("\u{200b}", '\u{200b}'), ("\u{3164}", '\u{3164}'), ("Re\u{200b}x", '\u{200b}')]
+        {
+            let refused = NameRuleError::InvisibleCharacter(first);
+            assert_eq!(PetName::new(invisible), Err(refused.into()), "{invisible:?}");
         }
+        assert_eq!(PetName::new("\u{2800}"), Err(NameRuleError::Invisible.into()));
         for bidi in ["\u{202e}gnp.exe", "\u{2066}x\u{2069}", "a\u{200f}b", "a\u{61c}"] {
             assert_eq!(PetName::new(bidi), Err(NameRuleError::BidiControl.into()), "{bidi:?}");
         }
