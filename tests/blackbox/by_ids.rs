@@ -42,7 +42,8 @@ async fn a_read_key_reads_one_animal_by_id_before_and_after_the_sunset() {
 
     let resp = reader.get(&one).await;
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["link"].to_str().expect("text").contains("rel=\"successor-version\""));
+    let successor = format!("</v1/pets?id={}>; rel=\"successor-version\"", rex["id"]);
+    assert_eq!(resp.headers()["link"].to_str().expect("text"), successor);
     assert_eq!(json(reader.get(&by_id).await).await, json!([rex]));
 
     clock.set(1_922_659_200);

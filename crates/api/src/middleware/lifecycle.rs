@@ -18,9 +18,10 @@ pub async fn lifecycle_headers(next: Next, req: Request) -> poem::Result<Respons
     let route = resolved.as_ref().and_then(Resolved::route);
     let deprecation = route.and_then(|route| route.deprecation(req.method()));
     let stability = route.and_then(|route| route.stability(req.method()).header());
+    let headers = deprecation.map(|deprecation| deprecation.headers(req.uri().path()));
     let mut response = respond(&next, req).await;
-    if let Some(deprecation) = deprecation {
-        for (name, value) in deprecation.headers() {
+    if let Some(headers) = headers {
+        for (name, value) in headers {
             response.headers_mut().insert(name, value);
         }
     }

@@ -168,9 +168,15 @@ pub(super) fn header(response: &mut Value, name: &str, description: &str, exampl
 }
 
 pub(super) fn add_deprecation_headers(response: &mut Value, deprecation: &Deprecation) {
-    let [(_, since), (_, sunset), (_, link)] = deprecation.headers();
+    let [(_, since), (_, sunset), (_, link)] = deprecation.headers("/7");
     let text = |v: &poem::http::HeaderValue| v.to_str().unwrap_or_default().to_owned();
     header(response, "Deprecation", "When the operation was deprecated (RFC 9745).", &text(&since));
     header(response, "Sunset", "When the operation stops working (RFC 8594).", &text(&sunset));
-    header(response, "Link", "The operation that replaces this one.", &text(&link));
+    header(
+        response,
+        "Link",
+        "The address that answers the same request from now on: the operation that replaces \
+         this one, with the same id.",
+        &text(&link),
+    );
 }

@@ -212,7 +212,8 @@ impl PetsApi {
     ///
     /// Deprecated: announced to be removed on 5 December 2030; read animals by id with
     /// `GET /pets?id=7` instead. Every response carries `Deprecation`, `Sunset` and
-    /// `Link: </v1/pets>; rel="successor-version"`; from the sunset on, the answer is 410.
+    /// `Link: </v1/pets?id=7>; rel="successor-version"`; from the sunset on, the answer is
+    /// 410.
     #[oai(path = "/pets/:petId", method = "get", operation_id = "getPet", deprecated)]
     async fn get_pet(
         &self,
@@ -226,15 +227,13 @@ impl PetsApi {
         #[oai(name = "If-None-Match")]
         _if_none_match: Header<Option<String>>,
     ) -> Result<GetPetOk, OperationError<GetPetErrors>> {
-        let id = parse_pet_id(pet_id.0.as_str());
         if GET_PET.is_past_sunset(state.clock.now()) {
-            let successor =
-                id.map_or_else(|_| "/v1/pets".to_owned(), |id| format!("/v1/pets?id={id}"));
+            let successor = GET_PET.successor_of(pet_id.0.as_str());
             let message =
                 format!("getPet was removed on 5 December 2030; use GET {successor} instead");
             return Err(ApiError::new(ErrorCode::Gone, message).into());
         }
-        let pet = state.pets.get(id?).await?;
+        let pet = state.pets.get(parse_pet_id(pet_id.0.as_str())?).await?;
         Ok(GetPetOk::Ok(JsonBody(pet.into())))
     }
 
