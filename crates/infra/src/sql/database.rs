@@ -61,7 +61,7 @@ impl Database {
                 let bytes = u64::from(options.read_cache_mib) * 1024 * 1024;
                 Arc::new(ReadCache::new(bytes, Arc::clone(&commits)))
             });
-        let reachability = Reachability::new(readers.clone());
+        let reachability = Reachability::new(readers.clone(), connector.losses());
         let (stop_writer, stop) = oneshot::channel();
         let (writer, writer_thread) =
             Writer::start(connector.clone(), Arc::clone(&reachability), commits, stop)

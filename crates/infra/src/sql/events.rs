@@ -94,7 +94,9 @@ impl EventLog for SeaOrmEventLog {
     ) -> Result<Vec<Event>, RepositoryError> {
         if let Some(kind) = kind {
             let query = of_type(self.readers.get_database_backend(), reader, kind, after, count);
-            let rows = self.reads.run(event::Entity::find().from_raw_sql(query).all(&self.readers));
+            let rows = self
+                .reads
+                .read(|| event::Entity::find().from_raw_sql(query.clone()).all(&self.readers));
             return rows.await?.into_iter().map(to_event).collect();
         }
         let mut query = event::Entity::find().filter(seen_by(reader));
@@ -103,13 +105,13 @@ impl EventLog for SeaOrmEventLog {
         }
         let query =
             query.order_by_asc(event::Column::Id).limit(u64::try_from(count).unwrap_or(u64::MAX));
-        let rows = self.reads.run(query.all(&self.readers)).await?;
+        let rows = self.reads.read(|| query.clone().all(&self.readers)).await?;
         rows.into_iter().map(to_event).collect()
     }
 
     async fn get(&self, reader: &KeyId, id: EventId) -> Result<Option<Event>, RepositoryError> {
         let query = event::Entity::find_by_id(id.get()).filter(seen_by(reader));
-        self.reads.run(query.one(&self.readers)).await?.map(to_event).transpose()
+        self.reads.read(|| query.clone().one(&self.readers)).await?.map(to_event).transpose()
     }
 
     /// Reads the `batch` oldest events on a reader connection, the first rows of the table's
@@ -121,9 +123,11 @@ impl EventLog for SeaOrmEventLog {
             .select_only()
             .columns([event::Column::Id, event::Column::CreatedAt])
             .order_by_asc(event::Column::Id)
-            .limit(u64::try_from(batch).unwrap_or(u64::MAX))
-            .into_tuple::<(i64, DateTime<Utc>)>();
-        let oldest = self.reads.run(oldest.all(&self.readers)).await?;
+            .limit(u64::try_from(batch).unwrap_or(u64::MAX));
+        let oldest = self
+            .reads
+            .read(|| oldest.clone().into_tuple::<(i64, DateTime<Utc>)>().all(&self.readers))
+            .await?;
         let ids: Vec<i64> =
             oldest.into_iter().filter(|(_, at)| *at < before).map(|(id, _)| id).collect();
         if ids.is_empty() {

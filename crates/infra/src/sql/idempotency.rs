@@ -93,9 +93,11 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
             .select_only()
             .columns([record::Column::Owner, record::Column::Key])
             .filter(record::Column::CreatedAt.lt(before))
-            .limit(limit)
-            .into_tuple::<(String, String)>();
-        let keys = self.reads.run(expired.all(&self.readers)).await?;
+            .limit(limit);
+        let keys = self
+            .reads
+            .read(|| expired.clone().into_tuple::<(String, String)>().all(&self.readers))
+            .await?;
         if keys.is_empty() {
             return Ok(0);
         }

@@ -145,7 +145,11 @@ impl ApiKeyStore for SeaOrmApiKeyStore {
     async fn find_by_digest(&self, digest: &KeyDigest) -> Result<Option<ApiKey>, RepositoryError> {
         let query =
             api_key::Entity::find().filter(api_key::Column::Digest.eq(digest.as_bytes().to_vec()));
-        self.reads.run(query.one(&self.readers)).await?.map(|row| to_key(&row)).transpose()
+        self.reads
+            .read(|| query.clone().one(&self.readers))
+            .await?
+            .map(|row| to_key(&row))
+            .transpose()
     }
 
     async fn list(&self) -> Result<Vec<ApiKey>, RepositoryError> {

@@ -156,7 +156,7 @@ impl OrderRepository for SeaOrmOrderRepository {
     async fn get(&self, owner: &KeyId, id: OrderId) -> Result<Option<Order>, RepositoryError> {
         let query =
             order::Entity::find_by_id(id.get()).filter(order::Column::Owner.eq(owner.as_str()));
-        self.reads.run(query.one(&self.readers)).await?.map(to_order).transpose()
+        self.reads.read(|| query.clone().one(&self.readers)).await?.map(to_order).transpose()
     }
 
     async fn list(
@@ -175,7 +175,7 @@ impl OrderRepository for SeaOrmOrderRepository {
         }
         let query =
             query.order_by_asc(order::Column::Id).limit(u64::try_from(count).unwrap_or(u64::MAX));
-        let rows = self.reads.run(query.all(&self.readers)).await?;
+        let rows = self.reads.read(|| query.clone().all(&self.readers)).await?;
         rows.into_iter().map(to_order).collect()
     }
 

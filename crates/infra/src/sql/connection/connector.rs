@@ -8,6 +8,7 @@ use std::time::Duration;
 use sea_orm::{ConnectOptions, DatabaseConnection, DbErr};
 
 use crate::sql::connection::errors::DatabaseError;
+use crate::sql::connection::losses::{IDLE_PING, Losses};
 
 /// Which database server a database is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +96,8 @@ pub(crate) struct Connector {
     pub(crate) backend: Backend,
     url: String,
     options: DatabaseOptions,
+    /// When the server last ended one of the connections of this database's pools.
+    losses: Arc<Losses>,
 }
 
 impl Connector {
@@ -111,7 +114,12 @@ impl Connector {
         } else {
             return Err(unsupported(url));
         };
-        Ok(Self { backend, url: url.to_owned(), options })
+        Ok(Self { backend, url: url.to_owned(), options, losses: Arc::default() })
+    }
+
+    /// When the server last ended one of this database's connections.
+    pub(crate) fn losses(&self) -> Arc<Losses> {
+        Arc::clone(&self.losses)
     }
 
     pub(crate) fn backend(&self) -> Backend {
@@ -208,13 +216,24 @@ impl Connector {
         }
         let mut options = ConnectOptions::new(&self.url);
         options.max_connections(connections).acquire_timeout(ACQUIRE_TIMEOUT).sqlx_logging(false);
-        // sqlx pings a connection each time it hands it out. A local file's connections
-        // never go stale, and the ping doubled the cost of an SQLite read. A PostgreSQL
-        // server's are pinged: a connection a restart, a failover or an administrator ended
-        // is replaced before a statement fails on it, and a server that cannot be reached
-        // is found at once (see `reachability.rs`).
+        // sqlx pings a connection each time it hands it out, unless told otherwise. A local
+        // file's connections never go stale, and the ping doubled the cost of an SQLite
+        // read: never. A PostgreSQL server's are pinged when they sat idle past a threshold,
+        // or were opened before the server last ended a connection (see `losses.rs`).
         if self.backend == Backend::Sqlite {
             options.test_before_acquire(false);
+        } else {
+            options.test_before_acquire_if_idle_for(IDLE_PING);
+            let losses = Arc::clone(&self.losses);
+            options.map_sqlx_postgres_before_acquire(move |connection, meta| {
+                let suspect = losses.predates_last(meta.age);
+                Box::pin(async move {
+                    use sea_orm::sqlx::Connection as _;
+                    // A connection that fails its ping is closed, and the pool hands out
+                    // another.
+                    Ok(!suspect || connection.ping().await.is_ok())
+                })
+            });
         }
         if writer {
             options.min_connections(0).connect_lazy(true).idle_timeout(None).max_lifetime(None);

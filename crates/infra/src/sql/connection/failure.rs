@@ -65,6 +65,28 @@ pub(crate) fn is_unreachable(err: &DbErr) -> bool {
     }
 }
 
+/// Whether a statement failed because the server ended its connection (a restart, a
+/// failover, an administrator's `pg_terminate_backend`), or the connection broke: the same
+/// statement on another connection may well succeed.
+pub(crate) fn is_lost_connection(err: &DbErr) -> bool {
+    use sea_orm::sqlx::Error;
+    let (DbErr::Conn(RuntimeErr::SqlxError(e))
+    | DbErr::Exec(RuntimeErr::SqlxError(e))
+    | DbErr::Query(RuntimeErr::SqlxError(e))) = err
+    else {
+        return false;
+    };
+    match e.as_ref() {
+        Error::Io(_) | Error::Protocol(_) | Error::WorkerCrashed => true,
+        // A connection exception (08), a terminated backend (57P01), a server that is
+        // shutting down (57P02, 57P03).
+        Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
+        }),
+        _ => false,
+    }
+}
+
 /// Whether retrying the operation later may succeed.
 fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
     use sea_orm::sqlx::Error;

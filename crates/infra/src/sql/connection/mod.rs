@@ -4,5 +4,6 @@ pub(crate) mod connector;
 pub(crate) mod errors;
 pub(crate) mod failure;
 pub(crate) mod health;
+pub(crate) mod losses;
 pub(crate) mod outage;
 pub(crate) mod reachability;

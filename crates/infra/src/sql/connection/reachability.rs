@@ -16,7 +16,10 @@ use animal_store_domain::RepositoryError;
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr};
 use thiserror::Error;
 
-use crate::sql::connection::failure::{FailureKind, is_unreachable, repository_error};
+use crate::sql::connection::failure::{
+    FailureKind, is_lost_connection, is_unreachable, repository_error,
+};
+use crate::sql::connection::losses::Losses;
 use crate::sql::connection::outage::Outage;
 
 /// How often the probe tries the database while it cannot be reached.
@@ -34,6 +37,8 @@ pub(crate) struct Reachability {
     down: AtomicBool,
     /// The connections the probe tries.
     readers: DatabaseConnection,
+    /// When the server last ended a connection.
+    losses: Arc<Losses>,
     /// The runtime the probe runs on: the service's, whichever thread observes the failure
     /// (the writer runs on a runtime of its own).
     runtime: tokio::runtime::Handle,
@@ -41,9 +46,9 @@ pub(crate) struct Reachability {
 
 impl Reachability {
     /// Called on the service's runtime, which the probe will run on.
-    pub(crate) fn new(readers: DatabaseConnection) -> Arc<Self> {
+    pub(crate) fn new(readers: DatabaseConnection, losses: Arc<Losses>) -> Arc<Self> {
         let runtime = tokio::runtime::Handle::current();
-        Arc::new(Self { down: AtomicBool::new(false), readers, runtime })
+        Arc::new(Self { down: AtomicBool::new(false), readers, losses, runtime })
     }
 
     /// `Unavailable` at once while the database is known to be unreachable.
@@ -56,8 +61,12 @@ impl Reachability {
     }
 
     /// Records a failure: one that says the database cannot be reached marks it so and
-    /// starts the probe.
+    /// starts the probe; a connection the server ended has the pool check the connections
+    /// opened before it.
     pub(crate) fn observe(self: &Arc<Self>, err: &DbErr) {
+        if is_lost_connection(err) {
+            self.losses.record();
+        }
         if is_unreachable(err) && !self.overloaded(err) && !self.down.swap(true, Ordering::AcqRel) {
             tracing::warn!(
                 error = %err,
@@ -126,14 +135,37 @@ impl Reads {
         Self { outage: Outage::new("reads"), reachability }
     }
 
+    /// Runs the read `query` makes, as [`Reads::run`] does, and once more when its
+    /// connection was lost (the server restarted, failed over or ended it): the pool checks
+    /// the connections opened before the loss, so the second try gets a live one.
+    pub(crate) async fn read<T, F>(&self, query: impl Fn() -> F) -> Result<T, RepositoryError>
+    where
+        F: Future<Output = Result<T, DbErr>>,
+    {
+        self.reachability.check()?;
+        match query().await {
+            Err(err) if is_lost_connection(&err) => {
+                self.reachability.observe(&err);
+                self.finish(query().await)
+            }
+            answered => self.finish(answered),
+        }
+    }
+
     /// Runs `query` unless the database is known to be unreachable, recording its failure
-    /// and turning the driver's error into the domain's.
+    /// and turning the driver's error into the domain's. Not tried again: a write on the
+    /// readers' pool might have been made.
     pub(crate) async fn run<T>(
         &self,
         query: impl Future<Output = Result<T, DbErr>>,
     ) -> Result<T, RepositoryError> {
         self.reachability.check()?;
-        match query.await {
+        self.finish(query.await)
+    }
+
+    /// Records how a query ended.
+    fn finish<T>(&self, answered: Result<T, DbErr>) -> Result<T, RepositoryError> {
+        match answered {
             Ok(value) => {
                 self.outage.passed();
                 Ok(value)

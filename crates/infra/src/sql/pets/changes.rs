@@ -134,8 +134,8 @@ impl PetChanges for SeaOrmPetRepository {
 
     async fn inventory(&self) -> Result<Inventory, RepositoryError> {
         let readers = self.readers();
-        let rows = self.reads().run(readers.query_all_raw(counts(readers.get_database_backend())));
-        let rows = rows.await?;
+        let counts = counts(readers.get_database_backend());
+        let rows = self.reads().read(|| readers.query_all_raw(counts.clone())).await?;
         let counts = rows
             .iter()
             .map(|row| Ok((row.try_get("", "status")?, row.try_get("", "pets")?)))

@@ -99,9 +99,9 @@ impl SeaOrmPetRepository {
             None => None,
         };
         let statement = read.statement(self.readers.get_database_backend());
-        let rows = pet::Entity::find().from_raw_sql(statement).all(&self.readers);
+        let rows = || pet::Entity::find().from_raw_sql(statement.clone()).all(&self.readers);
         let pets =
-            self.reads.run(rows).await?.into_iter().map(to_pet).collect::<Result<Vec<_>, _>>()?;
+            self.reads.read(rows).await?.into_iter().map(to_pet).collect::<Result<Vec<_>, _>>()?;
         if let (Some(cache), Some(ticket)) = (&self.cache, ticket) {
             cache.keep(&ticket, &pets);
         }
@@ -155,7 +155,7 @@ impl PetRepository for SeaOrmPetRepository {
         let query = pet::Entity::find()
             .filter(pet::Column::Id.is_in(ids.iter().map(|id| id.get())))
             .order_by_asc(pet::Column::Id);
-        let rows = self.reads.run(query.all(&self.readers)).await?;
+        let rows = self.reads.read(|| query.clone().all(&self.readers)).await?;
         rows.into_iter().map(to_pet).collect()
     }
 }

@@ -101,9 +101,9 @@ impl SeaOrmWebhooks {
         let endpoint_ids: Vec<i64> = claimed.iter().map(|c| c.1).collect();
         let event_ids: Vec<i64> = claimed.iter().map(|c| c.2).collect();
         let endpoints = endpoint::Entity::find().filter(endpoint::Column::Id.is_in(endpoint_ids));
-        let endpoints = self.reads.run(endpoints.all(&self.readers)).await?;
+        let endpoints = self.reads.read(|| endpoints.clone().all(&self.readers)).await?;
         let events = event::Entity::find().filter(event::Column::Id.is_in(event_ids));
-        Ok((endpoints, self.reads.run(events.all(&self.readers)).await?))
+        Ok((endpoints, self.reads.read(|| events.clone().all(&self.readers)).await?))
     }
 
     /// The deliveries `claimed`, with their endpoints and events (see [`Self::due_rows`]; the
@@ -262,7 +262,7 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         before: Option<AttemptId>,
         count: usize,
     ) -> Result<Option<Vec<Attempt>>, RepositoryError> {
-        if self.reads.run(owned(owner, endpoint).one(&self.readers)).await?.is_none() {
+        if self.reads.read(|| owned(owner, endpoint).one(&self.readers)).await?.is_none() {
             return Ok(None);
         }
         let mut query =
@@ -273,7 +273,7 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         let query = query
             .order_by_desc(attempt::Column::Id)
             .limit(u64::try_from(count).unwrap_or(u64::MAX));
-        let rows = self.reads.run(query.all(&self.readers)).await?;
+        let rows = self.reads.read(|| query.clone().all(&self.readers)).await?;
         rows.into_iter().map(to_attempt).collect::<Result<_, _>>().map(Some)
     }
 
@@ -316,9 +316,11 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         let query = delivery::Entity::find()
             .select_only()
             .column_as(delivery::Column::Id.count(), "pending")
-            .column_as(delivery::Column::CreatedAt.min(), "oldest")
-            .into_tuple::<(i64, Option<DateTime<Utc>>)>();
-        let found = self.reads.run(query.one(&self.readers)).await?;
+            .column_as(delivery::Column::CreatedAt.min(), "oldest");
+        let found = self
+            .reads
+            .read(|| query.clone().into_tuple::<(i64, Option<DateTime<Utc>>)>().one(&self.readers))
+            .await?;
         let (pending, oldest) = found.unwrap_or((0, None));
         Ok(Backlog { pending: u64::try_from(pending).unwrap_or(0), oldest })
     }

@@ -194,7 +194,7 @@ impl WebhookEndpoints for SeaOrmWebhooks {
         let query = endpoint::Entity::find()
             .filter(endpoint::Column::Owner.eq(owner.as_str()))
             .order_by_asc(endpoint::Column::Id);
-        let rows = self.reads.run(query.all(&self.readers)).await?;
+        let rows = self.reads.read(|| query.clone().all(&self.readers)).await?;
         rows.into_iter().map(to_endpoint).collect()
     }
 
@@ -203,7 +203,7 @@ impl WebhookEndpoints for SeaOrmWebhooks {
         owner: &KeyId,
         id: EndpointId,
     ) -> Result<Option<Endpoint>, RepositoryError> {
-        self.reads.run(owned(owner, id).one(&self.readers)).await?.map(to_endpoint).transpose()
+        self.reads.read(|| owned(owner, id).one(&self.readers)).await?.map(to_endpoint).transpose()
     }
 
     async fn update(
@@ -229,7 +229,7 @@ impl WebhookEndpoints for SeaOrmWebhooks {
         if let Some(owner) = owner {
             query = query.filter(endpoint::Column::Owner.eq(owner.as_str()));
         }
-        let rows = self.reads.run(query.all(&self.readers)).await?;
+        let rows = self.reads.read(|| query.clone().all(&self.readers)).await?;
         let mut surveyed = Vec::with_capacity(rows.len());
         for row in rows {
             let endpoint = to_endpoint(row)?;
@@ -238,9 +238,11 @@ impl WebhookEndpoints for SeaOrmWebhooks {
                 .select_only()
                 .columns([attempt::Column::Outcome, attempt::Column::StatusCode])
                 .filter(attempt::Column::EndpointId.eq(endpoint.id.get()))
-                .order_by_desc(attempt::Column::Id)
-                .into_tuple::<(String, Option<i32>)>();
-            let last = self.reads.run(last.one(&self.readers)).await?;
+                .order_by_desc(attempt::Column::Id);
+            let last = self
+                .reads
+                .read(|| last.clone().into_tuple::<(String, Option<i32>)>().one(&self.readers))
+                .await?;
             let outcome = last.and_then(|(kind, status)| {
                 Outcome::stored(&kind, status.and_then(|s| u16::try_from(s).ok()))
             });

@@ -109,8 +109,9 @@ impl SeaOrmWebhooks {
         now: DateTime<Utc>,
         batch: usize,
     ) -> Result<Closed, RepositoryError> {
-        let ended = ended_lines(now).select_only().column(endpoint::Column::Id).into_tuple();
-        let ended: Vec<i64> = self.reads.run(ended.all(&self.readers)).await?;
+        let ended = ended_lines(now).select_only().column(endpoint::Column::Id);
+        let ended: Vec<i64> =
+            self.reads.read(|| ended.clone().into_tuple().all(&self.readers)).await?;
         let mut closed = Closed::default();
         if !ended.is_empty() {
             closed.endpoints = self
@@ -145,9 +146,9 @@ impl SeaOrmWebhooks {
             .select_only()
             .column(delivery::Column::Id)
             .filter(delivery::Column::EndpointId.in_subquery(ended_for_good))
-            .limit(limit(batch))
-            .into_tuple();
-        let doomed: Vec<i64> = self.reads.run(doomed.all(&self.readers)).await?;
+            .limit(limit(batch));
+        let doomed: Vec<i64> =
+            self.reads.read(|| doomed.clone().into_tuple().all(&self.readers)).await?;
         if !doomed.is_empty() {
             closed.dropped =
                 self.worker_write(move |txn| Box::pin(drop_deliveries(txn, doomed, now))).await?;
@@ -168,9 +169,9 @@ impl SeaOrmWebhooks {
             .column(delivery::Column::EndpointId)
             .column_as(delivery::Column::Id.count(), "waiting")
             .group_by(delivery::Column::EndpointId)
-            .having(delivery::Column::Id.count().gt(max))
-            .into_tuple::<(i64, i64)>();
-        let full = self.reads.run(full.all(&self.readers)).await?;
+            .having(delivery::Column::Id.count().gt(max));
+        let full =
+            self.reads.read(|| full.clone().into_tuple::<(i64, i64)>().all(&self.readers)).await?;
         let mut doomed = Vec::new();
         for (endpoint, waiting) in full {
             let excess = usize::try_from(waiting - max).unwrap_or(0).min(batch - doomed.len());
@@ -181,9 +182,10 @@ impl SeaOrmWebhooks {
                 .filter(delivery::Column::EndpointId.eq(endpoint))
                 .order_by_asc(delivery::Column::NextAttemptAt)
                 .order_by_asc(delivery::Column::Id)
-                .limit(limit(excess))
-                .into_tuple::<i64>();
-            doomed.extend(self.reads.run(oldest.all(&self.readers)).await?);
+                .limit(limit(excess));
+            doomed.extend(
+                self.reads.read(|| oldest.clone().into_tuple::<i64>().all(&self.readers)).await?,
+            );
             if doomed.len() >= batch {
                 break;
             }
@@ -207,9 +209,11 @@ impl SeaOrmWebhooks {
             .select_only()
             .columns([attempt::Column::Id, attempt::Column::AttemptedAt])
             .order_by_asc(attempt::Column::Id)
-            .limit(limit(batch))
-            .into_tuple::<(i64, DateTime<Utc>)>();
-        let oldest = self.reads.run(oldest.all(&self.readers)).await?;
+            .limit(limit(batch));
+        let oldest = self
+            .reads
+            .read(|| oldest.clone().into_tuple::<(i64, DateTime<Utc>)>().all(&self.readers))
+            .await?;
         let expired: Vec<i64> =
             oldest.into_iter().filter(|(_, at)| *at < before).map(|(id, _)| id).collect();
         if expired.is_empty() {
