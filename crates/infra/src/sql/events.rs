@@ -12,6 +12,7 @@ use sea_orm::{
     QuerySelect, Statement,
 };
 
+use crate::sql::bound::Bound;
 use crate::sql::connection::reachability::Reads;
 use crate::sql::rows::events::to_event;
 use crate::sql::schema::entity::event;
@@ -45,13 +46,11 @@ fn of_type(
     count: usize,
 ) -> Statement {
     let after = after.map_or(0, EventId::get);
-    // Placeholders numbered in the order they are written, as both databases read them.
-    let mark = |n: usize| match backend {
-        DbBackend::Postgres => format!("${n}"),
-        _ => format!("?{n}"),
-    };
+    let mut bound = Bound::new(backend);
+    let (kind, after, owner) =
+        (bound.bind(kind.as_str()), bound.bind(after), bound.bind(reader.as_str()));
     let columns = "id, event_type, owner, created_at, object";
-    let sql = format!(
+    bound.statement(format!(
         "SELECT {columns} FROM (\
          SELECT * FROM (SELECT {columns} FROM events WHERE event_type = {kind} \
          AND owner IS NULL AND id > {after} ORDER BY event_type, owner, id LIMIT {count}) \
@@ -60,13 +59,8 @@ fn of_type(
          SELECT * FROM (SELECT {columns} FROM events WHERE event_type = {kind} \
          AND owner = {owner} AND id > {after} ORDER BY event_type, owner, id LIMIT {count}) \
          AS orders\
-         ) AS seen ORDER BY id LIMIT {count}",
-        kind = mark(1),
-        after = mark(2),
-        owner = mark(3),
-    );
-    let values: [sea_orm::Value; 3] = [kind.as_str().into(), after.into(), reader.as_str().into()];
-    Statement::from_sql_and_values(backend, sql, values)
+         ) AS seen ORDER BY id LIMIT {count}"
+    ))
 }
 
 /// Events in an SQL database. Cheap to clone: clones share the readers and the writer.

@@ -22,7 +22,8 @@
 //! Each folder imports only from those listed before it:
 //!
 //! - `connection/`: opening the database ([`Backend`], [`DatabaseOptions`]), its errors,
-//!   how a failure is classed, and whether the database can be reached.
+//!   how a failure is classed, and whether the database can be reached; `bound`: the
+//!   placeholders and values of a statement written by hand.
 //! - `schema/`: the SeaORM entities, the migrations, the lock that applies them, and the
 //!   schema window.
 //! - `rows/`: rows to domain values and back: pets, events, idempotency records.
@@ -32,6 +33,7 @@
 //! - `database`: [`Database`], which opens all of the above and hands out the stores;
 //!   `migrate`: its migrations.
 
+mod bound;
 mod connection;
 mod database;
 mod events;

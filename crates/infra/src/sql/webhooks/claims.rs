@@ -17,36 +17,41 @@ use sea_orm::{
 };
 use tokio::sync::Mutex;
 
+use crate::sql::bound::Bound;
 use crate::sql::schema::entity::webhook_delivery as delivery;
 
-/// The deliveries due: their next attempt due at `$now`, not leased (or their lease over),
-/// to an enabled endpoint with room (not in `$busy`, nor of an owner in `$owners`).
-const DUE: &str = "d.next_attempt_at <= $now \
-     AND (d.leased_until IS NULL OR d.leased_until <= $now) \
-     AND e.status = 'enabled' AND e.id NOT IN ($busy) AND e.owner NOT IN ($owners)";
-
-/// The statement that picks the deliveries to claim on PostgreSQL (see [`DUE`]): each
-/// enabled endpoint's, in a lateral subquery over the index of each endpoint's deliveries,
+/// The statement that picks the deliveries to claim on PostgreSQL: the deliveries due at
+/// `now`, not leased (or their lease over), of each enabled endpoint with room (see
+/// [`with_room`]), in a lateral subquery over the index of each endpoint's deliveries,
 /// soonest due first, `FOR UPDATE SKIP LOCKED`, at most as many as one endpoint or one
 /// owner may take (and no more than the whole claim: PostgreSQL locks every row the
 /// subquery picks, and rows locked but not claimed would be skipped by the instances
 /// claiming meanwhile).
 fn postgres_due(now: DateTime<Utc>, limits: &ClaimLimits) -> Statement {
-    let due = DUE
-        .replace("$busy", &busy_list(limits))
-        .replace("$owners", &full_owners(limits))
-        .replace("$now", "$1");
     let count = i64::try_from(limits.count).unwrap_or(i64::MAX);
     let per = limits.per_endpoint.min(limits.per_owner);
     let per = Ord::min(i64::try_from(per).unwrap_or(i64::MAX), count);
+    let mut bound = Bound::new(DbBackend::Postgres);
+    let (now, per, count) = (bound.bind(now), bound.bind(per), bound.bind(count));
+    let (busy, full) = with_room(&mut bound, limits);
     let sql = format!(
         "SELECT d.id, d.endpoint_id, d.event_id, d.attempts, e.owner FROM webhook_endpoints e \
          CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d \
-             WHERE d.endpoint_id = e.id AND {due} \
-             ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED) d \
-         ORDER BY d.next_attempt_at, d.id LIMIT $3"
+             WHERE d.endpoint_id = e.id AND d.next_attempt_at <= {now} \
+             AND (d.leased_until IS NULL OR d.leased_until <= {now}) \
+             AND e.status = 'enabled' AND {busy} AND {full} \
+             ORDER BY d.next_attempt_at, d.id LIMIT {per} FOR UPDATE OF d SKIP LOCKED) d \
+         ORDER BY d.next_attempt_at, d.id LIMIT {count}"
     );
-    Statement::from_sql_and_values(DbBackend::Postgres, sql, [now.into(), per.into(), count.into()])
+    bound.statement(sql)
+}
+
+/// The conditions that leave out the endpoints with no room left, and those of the owners
+/// with none.
+fn with_room(bound: &mut Bound, limits: &ClaimLimits) -> (String, String) {
+    let busy = bound.not_in("e.id", limits.full_endpoints().map(EndpointId::get));
+    let full = bound.not_in("e.owner", limits.full_owners().map(|owner| owner.as_str().to_owned()));
+    (busy, full)
 }
 
 /// The deliveries to claim on SQLite, whose one process claims alone: the enabled endpoints
@@ -62,13 +67,13 @@ async fn due_in_process(
     limits: &ClaimLimits,
     held: &HashSet<i64>,
 ) -> Result<Vec<Claimed>, DbErr> {
-    let enabled = format!(
-        "SELECT id, owner FROM webhook_endpoints WHERE status = 'enabled' AND id NOT IN ({}) \
-         AND owner NOT IN ({}) ORDER BY id",
-        busy_list(limits),
-        full_owners(limits),
-    );
-    let rows = readers.query_all_raw(Statement::from_string(DbBackend::Sqlite, enabled)).await?;
+    let mut bound = Bound::new(DbBackend::Sqlite);
+    let (busy, full) = with_room(&mut bound, limits);
+    let enabled = bound.statement(format!(
+        "SELECT id, owner FROM webhook_endpoints e WHERE status = 'enabled' AND {busy} \
+         AND {full} ORDER BY id"
+    ));
+    let rows = readers.query_all_raw(enabled).await?;
     let mut endpoints: Vec<(i64, String)> = rows
         .iter()
         .map(|row| Ok((row.try_get("", "id")?, row.try_get("", "owner")?)))
@@ -126,19 +131,6 @@ impl Leases {
             leases.remove(&delivery);
         }
     }
-}
-
-/// The endpoints that have no room left, as an SQL list (see [`id_list`]).
-fn busy_list(limits: &ClaimLimits) -> String {
-    id_list(&limits.full_endpoints().map(EndpointId::get).collect::<Vec<_>>())
-}
-
-/// The owners that have no room left, as an SQL list of strings: key ids are lowercase
-/// letters and digits, which need no escaping; `''` (no owner's) for none.
-fn full_owners(limits: &ClaimLimits) -> String {
-    let owners: Vec<String> =
-        limits.full_owners().map(|owner| format!("'{}'", owner.as_str())).collect();
-    if owners.is_empty() { "''".to_owned() } else { owners.join(", ") }
 }
 
 /// Of the due `rows` and their owners, in their order, those to claim: up to `count`, each
@@ -221,12 +213,4 @@ fn claimed_row(row: &QueryResult) -> Result<(Claimed, KeyId), DbErr> {
 fn claimed_columns(row: &QueryResult) -> Result<Claimed, DbErr> {
     let get = |column: &str| row.try_get::<i64>("", column);
     Ok((get("id")?, get("endpoint_id")?, get("event_id")?, row.try_get::<i32>("", "attempts")?))
-}
-
-/// Ids as an SQL list, `-1` (no row's) for none: integers need no placeholder each.
-fn id_list(ids: &[i64]) -> String {
-    match ids {
-        [] => "-1".to_owned(),
-        ids => ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
-    }
 }
