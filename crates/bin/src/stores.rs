@@ -57,8 +57,8 @@ impl Stores {
         Self::open_at(cli, schema, Arc::new(animal_store_infra::SystemClock)).await
     }
 
-    /// [`Stores::open`], with memory stores whose events take their time from `clock` (the
-    /// service's, which `--clock-file` may set).
+    /// [`Stores::open`], with stores whose events take their time from `clock` (the
+    /// service's, which `--clock-file` may set on `memory://`).
     pub async fn open_at(
         cli: &Cli,
         schema: Schema,
@@ -89,7 +89,8 @@ impl Stores {
         };
         let db = Database::connect_with(cli.database_url.expose(), options)
             .await
-            .with_context(|| format!("cannot open the database {}", cli.database_url))?;
+            .with_context(|| format!("cannot open the database {}", cli.database_url))?
+            .with_clock(clock);
         if let Err(err) = prepare(&db, schema).await {
             db.close().await;
             return Err(err);

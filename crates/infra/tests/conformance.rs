@@ -10,8 +10,8 @@ use animal_store_infra::conformance::{
 use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres};
 use animal_store_infra::{
-    CachedApiKeyStore, Database, MemoryApiKeyStore, MemoryIdempotencyStore, MemoryOrderRepository,
-    MemoryPetRepository, SystemClock, conformance,
+    CachedApiKeyStore, Database, ManualClock, MemoryApiKeyStore, MemoryIdempotencyStore,
+    MemoryOrderRepository, MemoryPetRepository, SystemClock, conformance,
 };
 
 #[tokio::test]
@@ -270,6 +270,53 @@ async fn postgres_events() {
     })
     .await;
     db.close().await;
+}
+
+/// The stores of `db` on `clock`, and the one-clock case run on them.
+async fn sql_events_on_one_clock(db: Database) {
+    let clock = ManualClock::at_unix(0);
+    let db = db.with_clock(Arc::new(clock.clone()));
+    let (pets, orders, idempotency, events) =
+        (db.pets(), db.orders(), db.idempotency(), db.events());
+    let stores = EventStores {
+        pets: &pets,
+        changes: &pets,
+        orders: &orders,
+        idempotency: &idempotency,
+        events: &events,
+    };
+    conformance::events_on_one_clock(&stores, &clock).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn memory_events_on_one_clock() {
+    let clock = ManualClock::at_unix(0);
+    let pets = Arc::new(MemoryPetRepository::with_clock(Arc::new(clock.clone())));
+    let orders = Arc::new(MemoryOrderRepository::new(Arc::clone(&pets)));
+    let idempotency = MemoryIdempotencyStore::new(Arc::clone(&pets), Arc::clone(&orders));
+    let stores = EventStores {
+        pets: &*pets,
+        changes: &*pets,
+        orders: &*orders,
+        idempotency: &idempotency,
+        events: &*pets,
+    };
+    conformance::events_on_one_clock(&stores, &clock).await;
+}
+
+#[tokio::test]
+async fn sqlite_events_on_one_clock() {
+    let file = SqliteFile::new();
+    sql_events_on_one_clock(file.open().await).await;
+}
+
+#[tokio::test]
+async fn postgres_events_on_one_clock() {
+    let Some(db) = fresh_postgres().await else {
+        return;
+    };
+    sql_events_on_one_clock(db).await;
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use animal_store_domain::{
 };
 
 use super::new_pet;
+use crate::testing::ManualClock;
 
 /// The stores of one database, each starting empty.
 pub struct EventStores<'a> {
@@ -253,4 +254,44 @@ async fn sweep(stores: &EventStores<'_>, alice: &KeyId) {
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].object, EventObject::Pet(pet));
     assert!(after[0].id > last(&before).expect("events"), "a swept event's id is never reused");
+}
+
+/// Checks that the stores record the time of `clock`, the one clock of the service, and not
+/// the system's: each change's event carries the clock's time, to the second, as it stood
+/// when the change was asked for. The stores start empty and take their time from `clock`.
+pub async fn events_on_one_clock(stores: &EventStores<'_>, clock: &ManualClock) {
+    let alice = owner("alice0000000");
+    // 2033-05-18T03:33:20.750Z: years from the system's time, with a fraction to drop.
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_millis(2_000_000_000_750);
+    clock.set(start);
+    let then = at(100_000_000);
+    let rex = stores.pets.create(new_pet("Rex", 1, PetStatus::Available)).await.expect("add Rex");
+    let patch = PetPatch { status: Some(PetStatus::Sold), ..PetPatch::default() };
+    stores.changes.update(rex.id, patch, None).await.expect("sell Rex");
+    let write = IdempotentWrite { at: then, ..keyed("alice0000000", "one-clock", 0) };
+    let stored_max = Box::new(|pet: &Pet| stored(pet.id.get()));
+    let max = new_pet("Max", 2, PetStatus::Available);
+    let created = stores.idempotency.create_pet(write, max, stored_max).await;
+    let Ok(KeyUse::First(max)) = created else { panic!("a keyed add: {created:?}") };
+    let order = NewOrder { pet_id: max.id, owner: alice.clone(), at: then };
+    stores.orders.place(order).await.expect("an order for Max");
+
+    clock.advance(std::time::Duration::from_secs(3_600));
+    stores.changes.remove(rex.id, None).await.expect("remove Rex");
+
+    let times: Vec<(EventType, DateTime<Utc>)> =
+        all(stores.events, &alice).await.into_iter().map(|e| (e.kind, e.created_at)).collect();
+    let later = then + Duration::seconds(3_600);
+    assert_eq!(
+        times,
+        vec![
+            (EventType::PetCreated, then),
+            (EventType::PetUpdated, then),
+            (EventType::PetCreated, then),
+            (EventType::OrderPlaced, then),
+            (EventType::PetUpdated, then),
+            (EventType::PetDeleted, later),
+        ],
+        "every event carries the clock's time, to the second"
+    );
 }

@@ -18,7 +18,7 @@ mod webhooks;
 
 pub use changes::{PetChangeStores, pet_changes};
 pub use delivery_ends::delivery_ends;
-pub use events::{EventStores, events};
+pub use events::{EventStores, events, events_on_one_clock};
 pub use idempotency::{IdempotencyStores, idempotency_store};
 pub use orders::{OrderStores, order_repository};
 pub use rate_limits::{LIMITER_EPOCH, rate_limiter, shared_rate_limiters};

@@ -3,9 +3,11 @@
 
 use std::sync::Arc;
 
+use animal_store_domain::Clock;
 use sea_orm::DatabaseConnection;
 use tokio::sync::oneshot;
 
+use crate::clock::SystemClock;
 use crate::sql::connection::connector::{Backend, Connector, DatabaseOptions, owner_only_file};
 use crate::sql::connection::errors::{BackupError, DatabaseError};
 use crate::sql::connection::health::{DatabaseHealth, PoolMetrics};
@@ -34,6 +36,9 @@ pub struct Database {
     delivery_leases: Arc<Leases>,
     stop_writer: oneshot::Sender<()>,
     writer_thread: WriterThread,
+    /// The time of what the stores record: the system's unless [`Database::with_clock`] set
+    /// another.
+    clock: Arc<dyn Clock>,
 }
 
 impl Database {
@@ -77,7 +82,15 @@ impl Database {
             delivery_leases,
             stop_writer,
             writer_thread,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// This database, its stores recording times from `clock` (the service's one clock).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Writes a consistent copy of an SQLite database to `path` (`VACUUM INTO`) while it
@@ -120,6 +133,7 @@ impl Database {
             self.cache.clone(),
             Arc::clone(&self.reads),
             self.writer.clone(),
+            Arc::clone(&self.clock),
         )
     }
 

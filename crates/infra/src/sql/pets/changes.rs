@@ -12,9 +12,10 @@
 
 use animal_store_domain::{
     ChangePetError, Inventory, NewEvent, OrderId, OrderStatus, Pet, PetChange, PetChanges, PetId,
-    PetPatch, PetStatus, Precondition, RepositoryError, to_the_second,
+    PetPatch, PetStatus, Precondition, RepositoryError,
 };
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait, QueryFilter,
@@ -38,12 +39,14 @@ fn counts(backend: DbBackend) -> Statement {
         .build(backend)
 }
 
-/// In `txn`: makes `change` to the pet `id` if the rules of [`PetChanges`] allow it.
+/// In `txn`: makes `change` to the pet `id` if the rules of [`PetChanges`] allow it; its
+/// event says it was made at `now`.
 async fn change(
     txn: &DatabaseTransaction,
     id: PetId,
     change: PetChange,
     expected: Option<Precondition>,
+    now: DateTime<Utc>,
 ) -> Result<Decided<Pet, ChangePetError>, DbErr> {
     let refused = |refusal| Ok((Err(refusal), Vec::new()));
     let mut query = pet::Entity::find_by_id(id.get());
@@ -63,7 +66,6 @@ async fn change(
     {
         return refused(ChangePetError::Held { pet: id, order });
     }
-    let now = to_the_second(std::time::SystemTime::now());
     match change {
         PetChange::Update(patch) => {
             let changed = patch.apply(&pet);
@@ -119,8 +121,8 @@ impl PetChanges for SeaOrmPetRepository {
         patch: PetPatch,
         expected: Option<Precondition>,
     ) -> Result<Pet, ChangePetError> {
-        let update = PetChange::Update(patch);
-        self.writer().change(move |txn| Box::pin(change(txn, id, update, expected))).await?
+        let (update, now) = (PetChange::Update(patch), self.now());
+        self.writer().change(move |txn| Box::pin(change(txn, id, update, expected, now))).await?
     }
 
     async fn remove(
@@ -128,8 +130,8 @@ impl PetChanges for SeaOrmPetRepository {
         id: PetId,
         expected: Option<Precondition>,
     ) -> Result<Pet, ChangePetError> {
-        let remove = PetChange::Remove;
-        self.writer().change(move |txn| Box::pin(change(txn, id, remove, expected))).await?
+        let (remove, now) = (PetChange::Remove, self.now());
+        self.writer().change(move |txn| Box::pin(change(txn, id, remove, expected, now))).await?
     }
 
     async fn inventory(&self) -> Result<Inventory, RepositoryError> {

@@ -10,8 +10,11 @@
 
 use std::sync::Arc;
 
-use animal_store_domain::{NewPet, Pet, PetId, PetRepository, PetStatus, RepositoryError};
+use animal_store_domain::{
+    Clock, NewPet, Pet, PetId, PetRepository, PetStatus, RepositoryError, to_the_second,
+};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
@@ -33,6 +36,8 @@ pub struct SeaOrmPetRepository {
     cache: Option<Arc<ReadCache>>,
     reads: Arc<Reads>,
     writer: Writer,
+    /// The time of the events of its changes.
+    clock: Arc<dyn Clock>,
 }
 
 impl PetRead {
@@ -75,8 +80,14 @@ impl SeaOrmPetRepository {
         cache: Option<Arc<ReadCache>>,
         reads: Arc<Reads>,
         writer: Writer,
+        clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { readers, cache, reads, writer }
+        Self { readers, cache, reads, writer, clock }
+    }
+
+    /// The time now, to the second, as the events of its changes carry it.
+    pub(crate) fn now(&self) -> DateTime<Utc> {
+        to_the_second(self.clock.now())
     }
 
     pub(crate) fn readers(&self) -> &DatabaseConnection {
@@ -134,7 +145,7 @@ fn filtered(status: Option<Expr>, after: Option<PetId>) -> sea_orm::Select<pet::
 #[async_trait]
 impl PetRepository for SeaOrmPetRepository {
     async fn create(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        self.writer.add_pet(pet).await
+        self.writer.add_pet(pet, self.now()).await
     }
 
     async fn get(&self, id: PetId) -> Result<Option<Pet>, RepositoryError> {

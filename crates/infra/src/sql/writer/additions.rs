@@ -21,8 +21,9 @@
 use std::collections::HashSet;
 
 use animal_store_domain::{
-    IdempotencyRecord, IdempotentWrite, KeyUse, NewPet, Pet, PetId, RenderPet,
+    IdempotencyRecord, IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, PetId, RenderPet,
 };
+use chrono::{DateTime, Utc};
 use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr};
 
@@ -34,6 +35,8 @@ use crate::sql::writer::thread::{JobMisused, Reply, reply};
 pub(crate) struct Addition {
     /// The pet to add, until it is added.
     pet: Option<NewPet>,
+    /// When it was asked for: the time of its event.
+    at: DateTime<Utc>,
     /// The key it is added under, if any.
     keyed: Option<Keyed>,
     /// What it did, once it ran.
@@ -55,9 +58,9 @@ enum Caller {
 }
 
 impl Addition {
-    /// Adding `pet`.
-    pub(crate) fn plain(pet: NewPet, reply: Reply<Pet>) -> Self {
-        Self { pet: Some(pet), keyed: None, output: None, caller: Caller::Plain(reply) }
+    /// Adding `pet`, asked for `at`.
+    pub(crate) fn plain(pet: NewPet, at: DateTime<Utc>, reply: Reply<Pet>) -> Self {
+        Self { pet: Some(pet), at, keyed: None, output: None, caller: Caller::Plain(reply) }
     }
 
     /// Adding `pet` under `write`'s key, unless the key has an unexpired record: its response
@@ -70,6 +73,7 @@ impl Addition {
     ) -> Self {
         Self {
             pet: Some(pet),
+            at: write.at,
             keyed: Some(Keyed { write, render: Some(render) }),
             output: None,
             caller: Caller::Keyed(reply),
@@ -113,11 +117,11 @@ impl Addition {
         Ok(record)
     }
 
-    /// The pet this addition created, once the batch's statements ran: none when its key
-    /// was claimed before.
-    pub(crate) fn created(&self) -> Option<&Pet> {
+    /// The event of the pet this addition created, once the batch's statements ran: none
+    /// when its key was claimed before.
+    pub(crate) fn event(&self) -> Option<NewEvent> {
         match &self.output {
-            Some(KeyUse::First(pet)) => Some(pet),
+            Some(KeyUse::First(pet)) => Some(NewEvent::pet_created(pet.clone(), self.at)),
             _ => None,
         }
     }

@@ -4,9 +4,10 @@
 //! made, in one statement (see [`rows::events`](crate::sql::rows::events)).
 
 use animal_store_domain::{
-    IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError, to_the_second,
+    IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError,
 };
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 use sea_orm::{DatabaseTransaction, DbErr};
 
@@ -81,14 +82,12 @@ fn additions(batch: &mut [Job]) -> Vec<&mut Addition> {
 
 /// The events of the pets `batch`'s additions created, once they ran.
 fn pets_created(batch: &[Job]) -> Vec<NewEvent> {
-    let now = to_the_second(std::time::SystemTime::now());
     batch
         .iter()
         .filter_map(|job| match job {
-            Job::Add(addition) => addition.created(),
+            Job::Add(addition) => addition.event(),
             Job::Statements(_) => None,
         })
-        .map(|pet| NewEvent::pet_created(pet.clone(), now))
         .collect()
 }
 
@@ -141,14 +140,18 @@ impl Writer {
         .await
     }
 
-    /// Adds `pet` and returns it with its id once the transaction has committed. The pets
-    /// added by one transaction share their statements.
+    /// Adds `pet`, asked for `at`, and returns it with its id once the transaction has
+    /// committed. The pets added by one transaction share their statements.
     ///
     /// # Errors
     ///
     /// [`RepositoryError`] when the transaction did not commit; the pet is not stored then.
-    pub(crate) async fn add_pet(&self, pet: NewPet) -> Result<Pet, RepositoryError> {
-        self.submit(|reply| Job::Add(Box::new(Addition::plain(pet, reply)))).await
+    pub(crate) async fn add_pet(
+        &self,
+        pet: NewPet,
+        at: DateTime<Utc>,
+    ) -> Result<Pet, RepositoryError> {
+        self.submit(|reply| Job::Add(Box::new(Addition::plain(pet, at, reply)))).await
     }
 
     /// Adds `pet` under `write`'s key, unless the key has an unexpired record, which it
