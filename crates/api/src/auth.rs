@@ -43,12 +43,14 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Whether the request carries more than one `Authorization` header. Such a request is
+/// Whether the request carries `Authorization` headers that differ. Such a request is
 /// refused with 400, as repeated query parameters and JSON keys are: which one a server
 /// reads differs between servers, so a proxy in front could check one key while the service
-/// acts for another.
+/// acts for another. The same header sent twice names one key, and is read as one.
 pub fn is_repeated(headers: &HeaderMap) -> bool {
-    headers.get_all(AUTHORIZATION).iter().nth(1).is_some()
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let first = values.next();
+    values.any(|value| Some(value) != first)
 }
 
 /// Looks the key `presented` up in the key store: the live key, or `None` for any key that
@@ -106,6 +108,8 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.append(AUTHORIZATION, HeaderValue::from_static("Bearer a"));
         assert!(!is_repeated(&headers));
+        headers.append(AUTHORIZATION, HeaderValue::from_static("Bearer a"));
+        assert!(!is_repeated(&headers), "the same key twice is one key");
         headers.append(AUTHORIZATION, HeaderValue::from_static("Bearer b"));
         assert!(is_repeated(&headers));
     }

@@ -148,8 +148,8 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
         let mut decided = Decided::of(Ok(None), &address, decision);
         decided.refusal.get_or_insert_with(|| {
             ApiError::invalid_request(
-                "Authorization must be sent once: this request has several Authorization \
-                 headers",
+                "Authorization must be sent once: this request has Authorization headers that \
+                 differ",
             )
         });
         return decided;
