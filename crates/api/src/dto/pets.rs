@@ -124,7 +124,7 @@ impl BodyValue for PetName {
                 format!(
                     "The animal's name: 1 to {} characters with a visible one among them; no \
                      control, bidirectional control, line or paragraph separator, unassigned, \
-                     private-use or noncharacter code points; no invisible (default-ignorable) \
+                     private-use or noncharacter code points; no invisible code points (U+200B...) \
                      code points but for variation selectors and the joiners of scripts and \
                      emoji sequences; combining marks only after a base character, at most 30 \
                      in a row.",
