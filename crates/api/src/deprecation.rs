@@ -41,11 +41,6 @@ pub const GET_PET: Deprecation = Deprecation {
 pub const DEPRECATIONS: &[Deprecation] = &[GET_PET];
 
 impl Deprecation {
-    /// The deprecation of the operation `operation_id`, if it is deprecated.
-    pub fn of(operation_id: &str) -> Option<&'static Self> {
-        DEPRECATIONS.iter().find(|d| d.operation_id == operation_id)
-    }
-
     /// The sunset as an instant.
     pub fn sunset_instant(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(self.sunset)

@@ -8,9 +8,6 @@ use sha2::{Digest, Sha256};
 
 use crate::encoding::Coding;
 
-/// The header a conditional request names the tags it has in.
-pub const IF_NONE_MATCH: &str = "If-None-Match";
-
 /// The strong tag of `body` sent in `coding`: the first 16 bytes of the SHA-256 of the
 /// unencoded body, then the coding's name if any (`"…-gzip"`), quoted. Each representation
 /// has its own tag, as RFC 9110 asks of a strong validator, and a 304 needs no compression.

@@ -14,8 +14,8 @@
 //! - [`middleware`]: one file per layer; `middleware/mod.rs` states their order and why.
 //! - `auth`, `rate_limit`, `client_address`: who is calling, how much they may, and from
 //!   where.
-//! - [`deprecation`], `routes`, `openapi`: sunsets, the route table read off the document,
-//!   and the document itself.
+//! - [`deprecation`], `routes`, `openapi`: sunsets, the route table built from the table of
+//!   operations (`operations/table.rs`), and the document itself.
 //!
 //! This crate depends on the domain only; adapters are chosen by the binary and reach it
 //! as ports inside [`AppState`].
@@ -101,7 +101,7 @@ fn origin(url: &str) -> Option<String> {
 pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let service = openapi::service(&state.config);
     let document = openapi::document(&service, state.config.experimental);
-    let routes = RouteTable::from_document(&document, openapi::PREFIX)
+    let routes = RouteTable::of_operations(state.config.experimental)
         .with_route(published::PATHS[0], &[Method::GET])
         .with_route(published::PATHS[1], &[Method::GET])
         .with_route(probes::PATHS[0], &[Method::GET])

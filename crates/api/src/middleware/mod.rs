@@ -31,9 +31,9 @@
 //! there (no route, a bad parameter, a missing body) into the Error body, so each layer
 //! sees a finished response; an operation's own error responses pass unchanged.
 //!
-//! The layers learn a request's route from a route table read off the OpenAPI document
-//! (`routes.rs`), not from a list of their own, so that the routes and the document cannot
-//! drift apart.
+//! The layers learn a request's route, and the operation it reaches, from the route table
+//! (`routes.rs`), built from the one table of operations (`operations/table.rs`), which a
+//! test holds against the operations poem-openapi generates.
 //!
 //! A new layer is a file here with one `async fn(Next, Request) -> poem::Result<Response>`,
 //! for poem's `EndpointExt::around`, its line in the list above, and its line in `app`,

@@ -1,4 +1,4 @@
-//! The route of a request, looked up once in the route table read off the document, and put
+//! The route of a request, looked up once in the route table, and put
 //! on the request ([`Resolved`]) for every layer inside to read.
 
 use std::sync::Arc;

@@ -1,11 +1,11 @@
 //! The OpenAPI document and the docs page (`docs/api.md#basics`).
 //!
 //! poem-openapi generates the document from the operations. What the middleware adds to
-//! responses it cannot see, so [`document`] writes it in afterwards: the headers of a
-//! deprecated operation on every one of its responses, and the stability marker of every
-//! operation (`x-stability`, which poem-openapi has no attribute for, read off the summary's
-//! prefix; see `stability.rs`) with the `API-Stability` header of the beta and experimental
-//! ones.
+//! responses it cannot see, so [`document`] writes it in afterwards, from the table of
+//! operations (`operations/table.rs`): the headers of a deprecated operation on every one of
+//! its responses, the scope a key needs (`x-scope`), and the stability marker of every
+//! operation (`x-stability`, which poem-openapi has no attribute for) with the
+//! `API-Stability` header of the beta and experimental ones.
 
 mod examples;
 mod generators;
@@ -18,10 +18,9 @@ use poem_openapi::__private::UrlQuery;
 use poem_openapi::{ContactObject, LicenseObject, OpenApi as _, OpenApiService, ServerObject};
 use serde_json::{Value, json};
 
-use crate::deprecation::Deprecation;
-use crate::idempotency::IDEMPOTENCY_KEY;
-use crate::operations::{AccountApi, EventsApi, Operations, OrdersApi, PetsApi, WebhooksApi};
-use crate::routes::declares_header;
+use crate::operations::{
+    AccountApi, Caching, EventsApi, Operation, Operations, OrdersApi, PetsApi, WebhooksApi,
+};
 use crate::stability::Stability;
 use crate::state::ApiConfig;
 use animal_store_domain::Scope;
@@ -93,19 +92,21 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
         tracing::error!(error = %err, "poem-openapi produced an unreadable document");
         Value::Null
     });
-    for (method, operation) in operations_by_method(&mut document) {
-        let scope = crate::routes::scope_of(&method);
-        operation[crate::routes::SCOPE_EXTENSION] = json!(scope.name());
-        if scope == Scope::Write {
+    for (_, operation) in operations_by_method(&mut document) {
+        let Some(entry) = operation["operationId"].as_str().and_then(Operation::of) else {
+            tracing::error!(operation = %operation["operationId"], "an operation the table lacks");
+            continue;
+        };
+        operation[crate::routes::SCOPE_EXTENSION] = json!(entry.scope.name());
+        if entry.scope == Scope::Write {
             add_forbidden(operation);
         }
-        let takes_idempotency_key = declares_header(operation, IDEMPOTENCY_KEY.as_str());
-        let conditional = crate::routes::is_conditional_read(&method, operation);
+        let takes_idempotency_key = entry.idempotent;
+        let conditional = entry.caching == Caching::Revalidated;
         if conditional {
             add_entity_tags(operation);
         }
-        let summary = operation["summary"].as_str().unwrap_or_default();
-        let stability = Stability::of_summary(summary).0;
+        let stability = entry.stability;
         operation["x-stability"] = json!(stability.as_str());
         add_too_many_requests(operation);
         add_cache_headers(operation, conditional);
@@ -130,8 +131,7 @@ pub fn document(service: &OpenApiService<Operations, ()>, experimental: bool) ->
                 );
             }
         }
-        let deprecation = operation["operationId"].as_str().and_then(Deprecation::of);
-        if let Some(deprecation) = deprecation {
+        if let Some(deprecation) = entry.deprecation {
             for response in responses(operation) {
                 add_deprecation_headers(response, deprecation);
             }

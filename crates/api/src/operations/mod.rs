@@ -1,16 +1,19 @@
-//! The operations, one module per tag of the document.
+//! The operations, one module per tag of the document, and what each asks of the layers
+//! (`table.rs`).
 
 mod account;
 mod events;
 mod orders;
 mod pet_errors;
 mod pets;
+mod table;
 mod webhooks;
 
 pub use account::AccountApi;
 pub use events::EventsApi;
 pub use orders::OrdersApi;
 pub use pets::PetsApi;
+pub use table::{Caching, OPERATIONS, Operation};
 pub use webhooks::WebhooksApi;
 
 /// Every operation of the API.
