@@ -118,19 +118,14 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     // boxed, so that no layer's type holds those inside it. Each layer calls the ones inside
     // through `respond`, which turns an error raised there (routing, extraction) into the
     // Error body, so that no response escapes without the headers of the layers outside.
-    let route = Route::new()
+    // poem-openapi routes the operations, under `/v1`.
+    Route::new()
         .at(probes::PATHS[0], get(operators::livez))
         .at(probes::PATHS[1], get(operators::readyz))
         .at(telemetry::PATH, get(operators::serve_metrics))
         .at("/v1/openapi.json", get(make_sync(move |req| pages.document().respond(&req))))
-        .at("/v1/docs", get(make_sync(move |req| docs.docs().respond(&req))));
-    openapi::routes()
-        .fold(route, |route, (path, methods)| route.at(path, methods))
-        // The query's pairs, which the operations' query parameters read.
-        .before(|mut req| async move {
-            openapi::read_query(&mut req);
-            Ok(req)
-        })
+        .at("/v1/docs", get(make_sync(move |req| docs.docs().respond(&req))))
+        .nest(openapi::PREFIX, openapi::service(&state.config))
         .boxed()
         // Holds a keyed write's `Idempotency-Key` while its operation runs: nearest to it.
         .around(middleware::idempotency_keys)

@@ -22,10 +22,11 @@ impl ApiError {
         if let Some(e) = err.downcast_ref::<ParseParamError>() {
             return Self::invalid_request(format!("parameter {}: {}", e.name, e.reason));
         }
-        if err.is::<ParsePathError>() {
+        if err.is::<ParsePathError>() || err.is::<poem::error::ParsePathError>() {
             // Every path parameter takes any text (`RawParam`), so the only value missing is
-            // one poem's router could not decode; poem-openapi names it by its route's
-            // internal name (`param0`), which means nothing to a client.
+            // one poem's router could not decode (poem's own error when the router that
+            // nests the operations under `/v1` could not): poem-openapi names it by its
+            // route's internal name (`param0`), which means nothing to a client.
             return Self::invalid_request(
                 "the path is not valid UTF-8 once percent-decoded".to_owned(),
             );

@@ -2,6 +2,7 @@
 //! inventory of the catalogue. `placeOrder`, `listOrders`, `getOrder` and `getInventory` are
 //! experimental, `updateOrder` beta.
 
+use super::in_contract_shape;
 use animal_store_domain::{
     Answer, GetOrderError, Order, OrderId, PlaceOrderError, StoredResponse, UpdateOrderError,
     excerpt,
@@ -161,7 +162,12 @@ impl OrdersApi {
     /// Reserves an `available` animal for the caller: the animal becomes `pending`, and the
     /// order `placed`. Of two orders for one animal, one is placed and the other refused with
     /// 409, whichever instance of the service they reach.
-    #[oai(path = "/store/orders", method = "post", operation_id = "placeOrder")]
+    #[oai(
+        path = "/store/orders",
+        method = "post",
+        operation_id = "placeOrder",
+        transform = "in_contract_shape"
+    )]
     async fn place_order(
         &self,
         key: BearerKey,
@@ -196,7 +202,12 @@ impl OrdersApi {
     ///
     /// Returns a page of the caller's orders ordered by id ascending, optionally only those
     /// with a status; paginated exactly as `listPets` (a `Link` header with `rel="next"`).
-    #[oai(path = "/store/orders", method = "get", operation_id = "listOrders")]
+    #[oai(
+        path = "/store/orders",
+        method = "get",
+        operation_id = "listOrders",
+        transform = "in_contract_shape"
+    )]
     #[expect(
         clippy::too_many_arguments,
         reason = "poem-openapi takes each parameter of an operation as an argument"
@@ -233,7 +244,12 @@ impl OrdersApi {
     /// [experimental] Get an order
     ///
     /// Returns one of the caller's orders. Another key's order is 404, as if it did not exist.
-    #[oai(path = "/store/orders/:orderId", method = "get", operation_id = "getOrder")]
+    #[oai(
+        path = "/store/orders/:orderId",
+        method = "get",
+        operation_id = "getOrder",
+        transform = "in_contract_shape"
+    )]
     async fn get_order(
         &self,
         key: BearerKey,
@@ -256,7 +272,12 @@ impl OrdersApi {
     /// Moves one of the caller's orders to another status: `placed` → `approved` →
     /// `delivered`, or `placed`/`approved` → `cancelled`. The animal follows: delivered
     /// makes it `sold`, cancelled `available` again. Any other move is 409.
-    #[oai(path = "/store/orders/:orderId", method = "patch", operation_id = "updateOrder")]
+    #[oai(
+        path = "/store/orders/:orderId",
+        method = "patch",
+        operation_id = "updateOrder",
+        transform = "in_contract_shape"
+    )]
     async fn update_order(
         &self,
         key: BearerKey,
@@ -280,7 +301,12 @@ impl OrdersApi {
     /// How many animals are `available`, `pending` and `sold`: exact after every change,
     /// and as quick with a million animals as with ten, since the counts are kept as the
     /// animals change rather than counted for each request.
-    #[oai(path = "/store/inventory", method = "get", operation_id = "getInventory")]
+    #[oai(
+        path = "/store/inventory",
+        method = "get",
+        operation_id = "getInventory",
+        transform = "in_contract_shape"
+    )]
     async fn get_inventory(
         &self,
         _key: BearerKey,

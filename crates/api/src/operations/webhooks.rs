@@ -2,6 +2,7 @@
 //! service posts its events signed as Standard Webhooks says, and the attempts made to
 //! them (`docs/webhooks.md`).
 
+use super::in_contract_shape;
 use animal_store_domain::{AttemptId, AttemptListing, EndpointId, WebhookError, excerpt};
 use poem::http::StatusCode;
 use poem::web::Data;
@@ -178,7 +179,12 @@ impl WebhooksApi {
     /// From now on, each event the caller sees (every animal's, and its own orders') of the
     /// types asked for is posted to `url`, signed with the secret this answer shows once. An
     /// event made before the endpoint existed is never posted to it. At most 16 endpoints.
-    #[oai(path = "/webhook_endpoints", method = "post", operation_id = "createWebhookEndpoint")]
+    #[oai(
+        path = "/webhook_endpoints",
+        method = "post",
+        operation_id = "createWebhookEndpoint",
+        transform = "in_contract_shape"
+    )]
     async fn create_endpoint(
         &self,
         key: BearerKey,
@@ -197,7 +203,12 @@ impl WebhooksApi {
     /// [experimental] List webhook endpoints
     ///
     /// The caller's endpoints, oldest first, without their secrets.
-    #[oai(path = "/webhook_endpoints", method = "get", operation_id = "listWebhookEndpoints")]
+    #[oai(
+        path = "/webhook_endpoints",
+        method = "get",
+        operation_id = "listWebhookEndpoints",
+        transform = "in_contract_shape"
+    )]
     async fn list_endpoints(
         &self,
         key: BearerKey,
@@ -213,7 +224,8 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId",
         method = "get",
-        operation_id = "getWebhookEndpoint"
+        operation_id = "getWebhookEndpoint",
+        transform = "in_contract_shape"
     )]
     async fn get_endpoint(
         &self,
@@ -235,7 +247,8 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId",
         method = "patch",
-        operation_id = "updateWebhookEndpoint"
+        operation_id = "updateWebhookEndpoint",
+        transform = "in_contract_shape"
     )]
     async fn update_endpoint(
         &self,
@@ -261,7 +274,8 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId",
         method = "delete",
-        operation_id = "deleteWebhookEndpoint"
+        operation_id = "deleteWebhookEndpoint",
+        transform = "in_contract_shape"
     )]
     async fn delete_endpoint(
         &self,
@@ -283,7 +297,8 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId/deliveries",
         method = "get",
-        operation_id = "listWebhookDeliveries"
+        operation_id = "listWebhookDeliveries",
+        transform = "in_contract_shape"
     )]
     async fn list_deliveries(
         &self,

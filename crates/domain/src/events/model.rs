@@ -50,7 +50,7 @@ pub enum EventType {
     OrderUpdated,
 }
 
-/// A string that names no event type, with the [`excerpt`](crate::excerpt) of it that is
+/// A string that names no event type, with the [`excerpt`](crate::excerpt()) of it that is
 /// repeated.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error(

@@ -11,7 +11,7 @@
 //!    separators, no interlinear annotation characters, nothing unassigned, private-use
 //!    or a noncharacter, and none of Unicode's default-ignorable code points (U+200B ZERO
 //!    WIDTH SPACE, U+FEFF, U+00AD SOFT HYPHEN...), which make `Re\u{200b}x` look like
-//!    `Rex`, but for those that scripts and emoji need ([`is_needed_ignorable`]). The first
+//!    `Rex`, but for those that scripts and emoji need (see below). The first
 //!    such code point in the name gives the reason.
 //! 2. The combining marks must sit on something: a name does not start with one, and no
 //!    base carries more than [`MAX_MARKS_IN_A_ROW`] of them (the limit of Unicode's
