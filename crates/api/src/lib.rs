@@ -11,7 +11,8 @@
 //!   its schema and parsed so that every mistake gets the contract's code and names its
 //!   field.
 //! - [`error`]: the codes, the Error body, and the one mapping from failures to responses.
-//! - [`middleware`]: one file per layer; `middleware/mod.rs` states their order and why.
+//! - [`middleware`]: one file per layer of the service's own; `middleware/mod.rs` states
+//!   what each does, and `app` their order and why.
 //! - `auth`, `rate_limit`, `client_address`: who is calling, how much they may, and from
 //!   where.
 //! - [`deprecation`], `routes`, `openapi`: sunsets, the route table built from the table of
@@ -50,7 +51,8 @@ use std::sync::Arc;
 
 use poem::endpoint::make_sync;
 use poem::http::Method;
-use poem::{EndpointExt, Response, Route, get};
+use poem::middleware::CatchPanic;
+use poem::{EndpointExt, IntoResponse as _, Response, Route, get};
 
 pub use openapi::API_VERSION;
 pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL, Services};
@@ -114,10 +116,11 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     let pages = Arc::new(Pages::new(service, document, origins));
     let docs = Arc::clone(&pages);
 
-    // The layers, innermost first: the order is written here only. Each is poem's `around`,
-    // boxed, so that no layer's type holds those inside it. Each layer calls the ones inside
-    // through `respond`, which turns an error raised there (routing, extraction) into the
-    // Error body, so that no response escapes without the headers of the layers outside.
+    // The layers, innermost first: the order is written here only. Each is poem's `around`
+    // (or poem's own middleware), boxed, so that no layer's type holds those inside it. Each
+    // layer calls the ones inside through `respond`, which turns an error raised there
+    // (routing, extraction) into the Error body, so that no response escapes without the
+    // headers of the layers outside.
     // poem-openapi routes the operations, under `/v1`.
     Route::new()
         .at(probes::PATHS[0], get(operators::livez))
@@ -135,36 +138,22 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
         // 304's slot back to the day's quota.
         .around(middleware::representations)
         .boxed()
-        // Reads at most 16 KiB of a body before anything parses it.
-        .around(middleware::body_limit)
+        // 404 and 405 from the route table, with `Allow`, before poem's router; then at most
+        // 16 KiB of the body, read before anything parses it.
+        .around(middleware::check_request)
         .boxed()
-        // 404 and 405 from the route table, with `Allow`, before poem's router.
-        .around(middleware::allow_header)
-        .boxed()
-        // A panicking handler becomes a 500 Error body that the layers outside still mark.
-        .around(middleware::catch_panic)
-        .boxed()
-        // Inside the guard, so that its 503 keeps the rate-limit headers.
-        .around(middleware::request_timeout)
+        // A panic inside becomes a 500 Error body that the layers outside still mark.
+        .with(CatchPanic::new().with_handler(|_| error::ApiError::internal().into_response()))
         .boxed()
         // The key and the rate limits, outside the body limit: an over-limit request is
-        // refused before its body is read.
+        // refused before its body is read; then the request's time, inside, so that its 503
+        // keeps the rate-limit headers.
         .around(middleware::guard)
         .boxed()
-        // Outside the guard, so that a deprecated operation's 401s and 429s are marked too.
-        .around(middleware::lifecycle_headers)
-        .boxed()
-        // Outside the others, so that the request's log line sees every response.
-        .around(middleware::trace_request)
-        .boxed()
-        // On every response, errors included.
-        .around(middleware::standard_headers)
-        .boxed()
-        // Outermost but one: every response's status and duration is counted.
-        .around(middleware::record_metrics)
-        .boxed()
-        // Outermost: the route is looked up once, for every layer inside to read.
-        .around(middleware::resolve_route)
+        // Outermost: the route is looked up once, for every layer inside to read; every
+        // response, the guard's 401s and 429s included, gets its headers here, and every
+        // request its log line and its count.
+        .around(middleware::envelope)
         .data(Arc::new(routes))
         .data(Arc::new(telemetry::RequestMetrics::default()))
         .data(state)
@@ -173,8 +162,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
 
 #[cfg(test)]
 mod tests {
-    /// The layers as `app` stacks them, innermost first: `.around(...)` and `.data(...)`
-    /// (once).
+    /// The layers as `app` stacks them, innermost first: `.around(...)`, poem's own
+    /// (`.with(...)`) and `.data(...)` (once).
     fn layers_of_app() -> Vec<String> {
         let source = include_str!("lib.rs");
         let start = source.find("pub fn app(").expect("app");
@@ -184,6 +173,8 @@ mod tests {
             let layer = if let Some(rest) = line.strip_prefix(".around(") {
                 let name = rest.split("middleware::").nth(1).expect("a middleware layer");
                 name.split(|c: char| !c.is_alphanumeric() && c != '_').next().map(str::to_owned)
+            } else if let Some(rest) = line.strip_prefix(".with(") {
+                rest.split(|c: char| !c.is_alphanumeric()).next().map(str::to_owned)
             } else if line.starts_with(".data(") {
                 Some("data".to_owned())
             } else {

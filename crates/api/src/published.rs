@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::encoding::{self, Coding};
 
 /// Where the document and the docs page are served. How long a cache may keep them is the
-/// `standard_headers` layer's decision, as for every answer.
+/// `envelope` layer's decision, as for every answer.
 pub const PATHS: [&str; 2] = ["/v1/openapi.json", "/v1/docs"];
 
 /// One document, in both encodings.

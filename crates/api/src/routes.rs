@@ -173,7 +173,7 @@ impl RouteTable {
     }
 }
 
-/// The route of one request, looked up once, by the outermost layer (`resolve_route`), for
+/// The route of one request, looked up once, by the outermost layer (`envelope`), for
 /// every layer inside to read: none looks it up again.
 #[derive(Debug, Clone)]
 pub struct Resolved {

@@ -1,12 +1,14 @@
 //! Authentication and rate limiting, and the rate-limit headers on every response
-//! (`docs/api.md#plans-and-rate-limits`).
+//! (`docs/api.md#plans-and-rate-limits`); then the request's time: a request not answered
+//! within the request timeout is answered 503 `service_unavailable`, its work inside dropped,
+//! and the answer still carries the rate-limit headers.
 
 use std::sync::Arc;
 
 use animal_store_domain::{
     ApiKey, Decision, GiveBack, INQUIRY_QUOTA, Recognised, Scope, Subject, Verdict,
 };
-use poem::http::StatusCode;
+use poem::http::{HeaderValue, StatusCode, header};
 use poem::{IntoResponse, Request, Response};
 
 use super::{Next, resolved, respond, state};
@@ -38,19 +40,19 @@ use crate::{auth, rate_limit};
 /// and outages never spend an address's quota, and a key never pays for a lookup that
 /// failed (`docs/api.md#requests-without-a-valid-key`).
 pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
-    // The probes and the metrics are outside the API: never counted, never refused.
-    if crate::probes::is_for_operators(req.uri().path()) {
-        return Ok(respond(&next, req).await);
-    }
     let Some(state) = state(&req) else {
         tracing::error!("a request reached the guard without the services: see `app`");
         return Ok(ApiError::internal().into_response());
     };
+    let limit = state.config.request_timeout;
+    // The probes and the metrics are outside the API: never counted, never refused.
+    if crate::probes::is_for_operators(req.uri().path()) {
+        return Ok(within(limit, &next, req).await);
+    }
     // The key's lookup and the decision get the request timeout too: a database that stalls
     // rather than refuses must not hold the request past it.
-    let limit = state.config.request_timeout;
     let Ok(decided) = tokio::time::timeout(limit, decide(&state, &req)).await else {
-        return Ok(super::timeout::timed_out(limit));
+        return Ok(timed_out(limit));
     };
     if let Some(metrics) = req.data::<Arc<RequestMetrics>>() {
         metrics.decided(decided.outcome());
@@ -83,7 +85,7 @@ pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
         }
         (Ok(Some(key)), None) => {
             auth::accept(&state.keys, &mut req, key).await;
-            let response = respond(&next, req).await;
+            let response = within(limit, &next, req).await;
             if response.status() == StatusCode::NOT_MODIFIED {
                 // The client had the answer: nothing of the day's quota, which the customer
                 // pays for, is spent; the minute, which protects the service, keeps it.
@@ -92,12 +94,28 @@ pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
             }
             response
         }
-        (Ok(None), None) => respond(&next, req).await,
+        (Ok(None), None) => within(limit, &next, req).await,
         (Err(err), None) => err.into_response(),
     };
     // An admitted inquiry shows the key's own windows, as its body does.
     rate_limit::set_headers(response.headers_mut(), windows.as_ref().unwrap_or(&decision));
     Ok(response)
+}
+
+/// The answer of the layers inside, or a 503 when they take longer than `limit`
+/// (`ApiConfig::request_timeout`).
+async fn within(limit: std::time::Duration, next: &Next, req: Request) -> Response {
+    tokio::time::timeout(limit, respond(next, req)).await.unwrap_or_else(|_| timed_out(limit))
+}
+
+/// The 503 of a request not answered within `limit`.
+fn timed_out(limit: std::time::Duration) -> Response {
+    tracing::warn!(timeout_ms = limit.as_millis(), "request timed out");
+    let message =
+        format!("the request was not answered within {} ms; retry later", limit.as_millis());
+    ApiError::new(ErrorCode::ServiceUnavailable, message)
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+        .into_response()
 }
 
 /// What the guard decided about a request.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use animal_store_domain::{Fingerprint, IdempotencyKey, IdempotencyRefusal};
 use poem::{IntoResponse, Request, Response};
 
-use super::body_limit::RawBody;
+use super::check::RawBody;
 use super::{Next, resolved, respond, state};
 use crate::auth::Authenticated;
 use crate::error::{ApiError, ErrorCode};

@@ -8,24 +8,15 @@
 //! - [`representations`]: an operation's JSON answer compressed when the request asks for
 //!   it and it is worth it, and, for the reads that declare `If-None-Match`, the `ETag` of
 //!   that representation and `304 Not Modified` to a request that holds it.
-//! - [`body_limit`]: reads at most 16 KiB of a body (poem's `SizeLimit` trusts only
-//!   `Content-Length` and answers 411 to chunked bodies), and notes a JSON body that gives
-//!   a key twice, for the operation to refuse.
-//! - [`allow_header`]: 404 and 405 from the route table, and the `Allow` header RFC 9110
-//!   requires on a 405.
-//! - [`catch_panic`]: a panicking handler becomes a 500 Error body.
-//! - [`request_timeout`]: a request the layers inside do not answer in time gets 503.
-//! - [`guard`]: finds the caller's key, applies the rate limits, and sets their headers
-//!   on every response (see `rate_limit`).
-//! - [`lifecycle_headers`]: the headers of a deprecated operation, and `API-Stability` of
-//!   a beta or experimental one, on all its responses.
-//! - [`trace_request`]: a request id and one span and log line per request.
-//! - [`standard_headers`]: `X-Content-Type-Options: nosniff` and `Cache-Control` on every
-//!   response, the latter by the kind of answer.
-//! - [`record_metrics`]: the request's duration by method, route and status, and the
-//!   requests in flight.
-//! - [`resolve_route`]: looks the request's route up in the route table, once, and puts it
-//!   on the request for every layer inside.
+//! - [`check_request`]: 404 and 405 from the route table (with the `Allow` header RFC 9110
+//!   requires on a 405), and at most 16 KiB of a body, read before anything parses it.
+//! - poem's `CatchPanic`: a panic inside becomes a 500 Error body.
+//! - [`guard`]: finds the caller's key, applies the rate limits, sets their headers on
+//!   every response (see `rate_limit`), and gives the request its time (503 past it).
+//! - [`envelope`]: looks the request's route up once, for every layer inside; a request id
+//!   and one span and log line per request; the request metrics; and the headers every
+//!   response carries (`Cache-Control` by the kind of answer, `X-Content-Type-Options`, a
+//!   deprecated or unstable operation's own).
 //!
 //! Every layer calls the layers inside it through `respond`, which turns an error raised
 //! there (no route, a bad parameter, a missing body) into the Error body, so each layer
@@ -39,36 +30,22 @@
 //! for poem's `EndpointExt::around`, its line in the list above, and its line in `app`,
 //! with why it stands there.
 
-mod allow;
-mod body_limit;
+mod check;
+mod envelope;
 mod guard;
 mod idempotency_keys;
-mod lifecycle;
-mod measure;
-mod panic;
 mod representation;
-mod resolve;
-mod standard_headers;
-mod timeout;
-mod trace;
 
 use std::sync::Arc;
 
 use poem::endpoint::BoxEndpoint;
 use poem::{Endpoint as _, IntoResponse, Request, Response};
 
-pub use allow::allow_header;
-pub use body_limit::{MAX_BODY_BYTES, body_limit};
+pub use check::{MAX_BODY_BYTES, check_request};
+pub use envelope::{API_STABILITY, Kind, cache_headers, envelope, request_id};
 pub use guard::guard;
 pub use idempotency_keys::idempotency_keys;
-pub use lifecycle::{API_STABILITY, lifecycle_headers};
-pub use measure::record_metrics;
-pub use panic::catch_panic;
 pub use representation::{COMPRESS_FROM, representations};
-pub use resolve::resolve_route;
-pub use standard_headers::{Kind, cache_headers, standard_headers};
-pub use timeout::request_timeout;
-pub use trace::{request_id, trace_request};
 
 use crate::error::ApiError;
 use crate::routes::Resolved;
@@ -83,8 +60,8 @@ pub type Next = Arc<BoxEndpoint<'static, Response>>;
 // and `app` reads as the list of layers in their order. The operations read the services the
 // same way.
 
-/// The route of a request, as `resolve_route` found it; `None` only if `app` did not add
-/// that layer, a bug.
+/// The route of a request, as `envelope` found it; `None` only if `app` did not add that
+/// layer, a bug.
 fn resolved(req: &Request) -> Option<Resolved> {
     req.extensions().get::<Resolved>().cloned()
 }

@@ -55,7 +55,7 @@ pub(super) fn add_entity_tags(operation: &mut Value) {
 }
 
 /// `Cache-Control` on every response, and `Vary` on those a client's cache may keep, as the
-/// `standard_headers` layer sets them (`docs/api.md#caching-and-compression`).
+/// `envelope` layer sets them (`docs/api.md#caching-and-compression`).
 pub(super) fn add_cache_headers(operation: &mut Value, conditional: bool) {
     let Some(responses) = operation["responses"].as_object_mut() else {
         return;
