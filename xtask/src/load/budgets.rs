@@ -17,7 +17,7 @@ const SCALE: f64 = 1.10;
 const RSS_MIB: f64 = 64.0;
 /// The most CPU a page asked again may cost an SQLite server, as a multiple of the ceiling's
 /// CPU a request.
-const PAGE_CPU: f64 = 1.6;
+const PAGE_CPU: f64 = 1.8;
 /// The fewest durable adds a second on PostgreSQL.
 const POSTGRES_ADDS: f64 = 5_000.0;
 
@@ -36,8 +36,8 @@ pub fn judge(rows: &mut [Row]) {
             }
         };
         match (sqlite, row.scenario) {
-            (true, scenario) if PAGES.contains(&scenario) => at_least(0.70, "ratio", row.ratio),
-            (false, scenario) if PAGES.contains(&scenario) => at_least(0.20, "ratio", row.ratio),
+            (true, scenario) if PAGES.contains(&scenario) => at_least(0.65, "ratio", row.ratio),
+            (false, scenario) if PAGES.contains(&scenario) => at_least(0.17, "ratio", row.ratio),
             (true, "getPet" | "createPet") => at_least(0.25, "ratio", row.ratio),
             (false, "createPet") => {
                 at_least(POSTGRES_ADDS, "adds a second", row.service.requests_per_second);

@@ -13,6 +13,16 @@ use poem_openapi::error::{
 use super::{ApiError, ErrorCode};
 
 impl ApiError {
+    /// The response for an error: its own if an operation built it, the Error body
+    /// otherwise.
+    pub fn response_to(err: poem::Error) -> poem::Response {
+        if err.is_from_response() {
+            err.into_response()
+        } else {
+            poem::IntoResponse::into_response(Self::from_poem(&err))
+        }
+    }
+
     /// Turns an error raised by poem or poem-openapi into the contract's shape. Errors that
     /// already carry a response (an operation's own) are not passed here.
     pub fn from_poem(err: &poem::Error) -> Self {

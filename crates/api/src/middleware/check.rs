@@ -15,7 +15,7 @@ use poem::error::ReadBodyError;
 use poem::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use poem::{IntoResponse, Request, Response};
 
-use super::{Next, error_response, resolved, respond};
+use super::{Next, resolved, respond};
 use crate::dto::duplicates::{RepeatedJsonKey, repeated_json_key};
 use crate::error::ApiError;
 
@@ -26,11 +26,11 @@ pub async fn check_request(next: Next, mut req: Request) -> poem::Result<Respons
         return Ok(respond(&next, req).await);
     };
     let Some(route) = resolved.route() else {
-        return Ok(error_response(poem::Error::from_status(StatusCode::NOT_FOUND)));
+        return Ok(ApiError::response_to(poem::Error::from_status(StatusCode::NOT_FOUND)));
     };
     let patch = req.method() == Method::PATCH;
     let mut response = if !route.allows(req.method()) {
-        error_response(poem::Error::from_status(StatusCode::METHOD_NOT_ALLOWED))
+        ApiError::response_to(poem::Error::from_status(StatusCode::METHOD_NOT_ALLOWED))
     } else if let Err(refused) = read_body(&mut req).await {
         refused
     } else {

@@ -39,7 +39,7 @@ mod representation;
 use std::sync::Arc;
 
 use poem::endpoint::BoxEndpoint;
-use poem::{Endpoint as _, IntoResponse, Request, Response};
+use poem::{Endpoint as _, Request, Response};
 
 pub use check::{MAX_BODY_BYTES, check_request};
 pub use envelope::{API_STABILITY, Kind, cache_headers, envelope, request_id};
@@ -75,7 +75,7 @@ fn state(req: &Request) -> Option<AppState> {
 async fn respond(next: &Next, req: Request) -> Response {
     let mut response = match next.call(req).await {
         Ok(output) => output,
-        Err(err) => error_response(err),
+        Err(err) => ApiError::response_to(err),
     };
     make_room(&mut response);
     response
@@ -90,14 +90,5 @@ fn make_room(response: &mut Response) {
     let headers = response.headers_mut();
     if headers.capacity() < RESPONSE_HEADERS {
         headers.reserve(RESPONSE_HEADERS.saturating_sub(headers.len()));
-    }
-}
-
-/// The response for an error: its own if an operation built it, the Error body otherwise.
-pub fn error_response(err: poem::Error) -> Response {
-    if err.is_from_response() {
-        err.into_response()
-    } else {
-        ApiError::from_poem(&err).into_response()
     }
 }

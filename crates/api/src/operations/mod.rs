@@ -26,5 +26,5 @@ pub type Operations = (PetsApi, OrdersApi, EventsApi, WebhooksApi, AccountApi);
 /// contract's Error shape, while poem-openapi still knows what it was. Outside the
 /// operation, poem-openapi's service turns every error into a plain response.
 fn in_contract_shape(operation: impl Endpoint<Output = Response>) -> impl Endpoint {
-    operation.catch_all_error(|err| async move { crate::middleware::error_response(err) })
+    operation.catch_all_error(|err| async move { crate::error::ApiError::response_to(err) })
 }
