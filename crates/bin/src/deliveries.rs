@@ -5,7 +5,7 @@
 //! [`PER_ENDPOINT`] of one endpoint's: an owner whose receivers hang holds only its own
 //! share, well under the instance's, and the others' deliveries go on; one of its endpoints
 //! that hangs leaves room for its others. Each [`CLOSE_EVERY`], the worker ends the
-//! endpoints whose key's line ended and drops what waits for endpoints disabled for good;
+//! endpoints whose key's rotation chain ended and drops what waits for endpoints disabled for good;
 //! each endpoint's backlog is held to [`MAX_WAITING`], what is beyond it dropped (both
 //! recorded as `dropped` attempts and counted in [`DROPPED_METRIC`]). Claims
 //! and records are writes, and the writer is shared with the requests: the worker claims
@@ -32,7 +32,7 @@ pub const PER_ENDPOINT: usize = 8;
 /// The most attempts in flight to one owner's endpoints, all together: well under
 /// [`IN_FLIGHT`], so that owners whose receivers hang leave room for the others.
 pub const PER_OWNER: usize = 12;
-/// How often the worker ends the endpoints whose key's line ended (see
+/// How often the worker ends the endpoints whose key's rotation chain ended (see
 /// [`Deliverer::close`]): within a second, as a key's own refusal.
 pub const CLOSE_EVERY: Duration = Duration::from_secs(1);
 /// The most deliveries that wait for one endpoint; beyond, the soonest due are dropped.
@@ -73,10 +73,10 @@ fn backlog_interval(took: Duration) -> Duration {
 /// Deliveries by outcome (`delivered`, `http_error`, `timeout`, `connection_error`,
 /// `refused_address`).
 pub const DELIVERIES_METRIC: &str = "animal_store_webhook_deliveries_total";
-/// Deliveries dropped without an attempt, by reason: `endpoint_disabled` (its key's line
+/// Deliveries dropped without an attempt, by reason: `endpoint_disabled` (its key's rotation chain
 /// ended, or an operator disabled it) or `backlog_full`.
 pub const DROPPED_METRIC: &str = "animal_store_webhook_deliveries_dropped_total";
-/// Endpoints the service disabled because their key's line ended.
+/// Endpoints the service disabled because their key's rotation chain ended.
 pub const ENDED_METRIC: &str = "animal_store_webhook_endpoints_ended_total";
 /// Deliveries waiting: neither delivered nor given up.
 pub const PENDING_METRIC: &str = "animal_store_webhook_deliveries_pending";
@@ -169,7 +169,7 @@ pub fn describe_metrics() {
     );
     metrics::describe_counter!(
         ENDED_METRIC,
-        "Webhook endpoints disabled because their key's line has no live key left."
+        "Webhook endpoints disabled because their key's rotation chain has no live key left."
     );
     metrics::describe_gauge!(PENDING_METRIC, "Webhook deliveries waiting to be delivered.");
     metrics::describe_gauge!(
@@ -202,7 +202,7 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
     // When the backlog's gauges are next refreshed, and the backlogs trimmed.
     let mut backlog_at = tokio::time::Instant::now() + BACKLOG_EVERY;
     let mut trim_at = tokio::time::Instant::now();
-    // When the endpoints of ended lines are next closed.
+    // When the endpoints of ended rotation chains are next closed.
     let mut close_at = tokio::time::Instant::now();
     // Attempts ended since the last claim, and when it was: a claim is a write, made for a
     // batch of room rather than for each attempt that ends.
@@ -302,15 +302,15 @@ fn take(
     }
 }
 
-/// Ends the endpoints of ended lines, drops what waits for endpoints disabled for good, and
-/// counts it.
+/// Ends the endpoints of ended rotation chains, drops what waits for endpoints disabled for
+/// good, and counts it.
 async fn close(deliverer: &Deliverer) {
     match deliverer.close(DROP_BATCH).await {
         Ok(closed) => {
             if closed.endpoints > 0 {
                 tracing::info!(
                     endpoints = closed.endpoints,
-                    "disabled the webhook endpoints of key lines with no live key left"
+                    "disabled the webhook endpoints of rotation chains with no live key left"
                 );
                 metrics::counter!(ENDED_METRIC).increment(closed.endpoints);
             }

@@ -118,8 +118,8 @@ pub enum OutcomeDto {
     ConnectionError,
     /// The host resolved to an address the service does not call.
     RefusedAddress,
-    /// Not attempted, and never will be: the endpoint was disabled for good (the key's line
-    /// ended, or the service's operator disabled it), or its backlog was full.
+    /// Not attempted, and never will be: the endpoint was disabled for good (the key's
+    /// rotation chain ended, or the service's operator disabled it), or its backlog was full.
     Dropped,
 }
 

@@ -213,7 +213,7 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
         // Asking for the key's own limits counts apart, and spends none of its quota.
         (Subject::Inquiry(key.owner.clone()), INQUIRY_QUOTA)
     } else {
-        // A key and the key that replaced it share one quota: they are one line.
+        // A key and the key that replaced it share one quota: they are one rotation chain.
         (Subject::Key(key.owner.clone()), key.plan.quota())
     };
     let decision = state.limiter.check(&subject, quota).await;

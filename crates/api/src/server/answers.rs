@@ -30,7 +30,7 @@ pub struct AnswerFaults {
 
 /// What becomes of one answer.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Fate {
+pub(super) enum AnswerOutcome {
     /// Sent as it is.
     Sent,
     /// Not sent: the connection closes.
@@ -54,12 +54,12 @@ impl AnswerCounter {
 
     /// What becomes of the `response` to a request of `method`, after the delay it waits;
     /// counts it if it stored something.
-    pub(super) async fn fate(&self, method: &Method, response: &Response) -> Fate {
+    pub(super) async fn outcome(&self, method: &Method, response: &Response) -> AnswerOutcome {
         let writes = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
         let stored =
             response.status().is_success() && !response.headers().contains_key(IDEMPOTENT_REPLAYED);
         if !(writes && stored) {
-            return Fate::Sent;
+            return AnswerOutcome::Sent;
         }
         if !self.faults.delay.is_zero() {
             tokio::time::sleep(self.faults.delay).await;
@@ -67,11 +67,11 @@ impl AnswerCounter {
         let write = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         let every = |n: Option<u64>| n.is_some_and(|n| n > 0 && write.is_multiple_of(n));
         if every(self.faults.drop_every) {
-            Fate::Dropped
+            AnswerOutcome::Dropped
         } else if every(self.faults.unavailable_every) {
-            Fate::Unavailable
+            AnswerOutcome::Unavailable
         } else {
-            Fate::Sent
+            AnswerOutcome::Sent
         }
     }
 }
@@ -108,13 +108,13 @@ mod tests {
 
     #[tokio::test]
     async fn every_nth_stored_write_is_dropped_or_unavailable() {
-        use Fate::{Dropped, Sent, Unavailable};
+        use AnswerOutcome::{Dropped, Sent, Unavailable};
         let faults =
             AnswerFaults { drop_every: Some(3), unavailable_every: Some(2), ..Default::default() };
         let counter = AnswerCounter::new(faults).expect("enabled");
         let mut seen = Vec::new();
         for _ in 0..6 {
-            seen.push(counter.fate(&Method::POST, &created()).await);
+            seen.push(counter.outcome(&Method::POST, &created()).await);
         }
         assert_eq!(seen, [Sent, Unavailable, Dropped, Unavailable, Sent, Dropped]);
         assert!(AnswerCounter::new(AnswerFaults::default()).is_none());
@@ -130,10 +130,10 @@ mod tests {
             .status(StatusCode::CREATED)
             .header(IDEMPOTENT_REPLAYED, "true")
             .finish();
-        assert_eq!(counter.fate(&Method::GET, &ok).await, Fate::Sent);
-        assert_eq!(counter.fate(&Method::POST, &refused).await, Fate::Sent);
-        assert_eq!(counter.fate(&Method::POST, &replay).await, Fate::Sent);
-        assert_eq!(counter.fate(&Method::PATCH, &ok).await, Fate::Dropped);
+        assert_eq!(counter.outcome(&Method::GET, &ok).await, AnswerOutcome::Sent);
+        assert_eq!(counter.outcome(&Method::POST, &refused).await, AnswerOutcome::Sent);
+        assert_eq!(counter.outcome(&Method::POST, &replay).await, AnswerOutcome::Sent);
+        assert_eq!(counter.outcome(&Method::PATCH, &ok).await, AnswerOutcome::Dropped);
     }
 
     #[test]

@@ -30,7 +30,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::Limits;
 use super::framing::HeadScan;
-use super::unread::Unread;
+use super::unread::KeptBody;
 
 /// What a connection is waiting for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,7 +172,11 @@ impl Activity {
 
     /// The request's body, to arrive within the body timeout from now, and the
     /// connection's hold on what the handlers leave of it (none for a request without one).
-    pub fn time_body(self: &Arc<Self>, headers: &HeaderMap, body: Body) -> (Body, Option<Unread>) {
+    pub fn time_body(
+        self: &Arc<Self>,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> (Body, Option<KeptBody>) {
         if !may_have_body(headers) {
             return (body, None);
         }
@@ -182,7 +186,7 @@ impl Activity {
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
             activity: Arc::clone(self),
         });
-        let (unread, held) = Unread::hold(timed);
+        let (unread, held) = KeptBody::hold(timed);
         (Body::from(BoxBody::new(held)), Some(unread))
     }
 }

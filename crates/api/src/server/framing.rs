@@ -11,7 +11,7 @@
 //!
 //! hyper hides the first form: it reads the body as chunked and leaves `Content-Length` out
 //! of the headers it hands on. So the connection's socket shows every line it receives to a
-//! [`HeadScan`], which marks the connection ([`Heads`]) when a header block holds both
+//! [`HeadScan`], which marks the connection ([`AmbiguousFraming`]) when a header block holds both
 //! fields. hyper refuses by itself a `Transfer-Encoding` whose last coding is not `chunked`
 //! (`gzip`, `chunked, gzip`), with a bare `400` and the close; the other lists and repeated
 //! headers (`chunked, chunked`) reach [`refused`].
@@ -37,7 +37,7 @@ const NOT_CHUNKED: &str = "Transfer-Encoding must be chunked, given once, or lef
 
 /// What a connection's header blocks have shown, shared by its socket and its requests.
 #[derive(Debug, Default)]
-pub struct Heads {
+pub struct AmbiguousFraming {
     /// A header block held both `Content-Length` and `Transfer-Encoding`.
     both: AtomicBool,
 }
@@ -51,7 +51,7 @@ pub struct Heads {
 /// refused. Only the first bytes of a line are kept, however long it is.
 #[derive(Debug)]
 pub struct HeadScan {
-    heads: Arc<Heads>,
+    framing: Arc<AmbiguousFraming>,
     /// The first bytes of the current line.
     start: [u8; KEPT],
     /// How many of `start` are filled.
@@ -71,10 +71,10 @@ const TRANSFER_ENCODING_LINE: &[u8] = b"transfer-encoding:";
 const KEPT: usize = TRANSFER_ENCODING_LINE.len();
 
 impl HeadScan {
-    /// A scan that marks `heads`.
-    pub fn new(heads: Arc<Heads>) -> Self {
+    /// A scan that marks `framing`.
+    pub fn new(framing: Arc<AmbiguousFraming>) -> Self {
         Self {
-            heads,
+            framing,
             start: [0; KEPT],
             kept: 0,
             length: 0,
@@ -113,7 +113,7 @@ impl HeadScan {
             self.transfer_encoding = true;
         }
         if self.content_length && self.transfer_encoding {
-            self.heads.both.store(true, Ordering::Relaxed);
+            self.framing.both.store(true, Ordering::Relaxed);
         }
         self.kept = 0;
         self.length = 0;
@@ -126,12 +126,12 @@ fn starts_with_name(line: &[u8], name: &[u8]) -> bool {
 }
 
 /// Why a request is refused for its framing, if it is: `headers` are those hyper hands on,
-/// `heads` what the connection's socket saw.
-pub fn refused(headers: &HeaderMap, heads: &Heads) -> Option<&'static str> {
+/// `framing` what the connection's socket saw.
+pub fn refused(headers: &HeaderMap, framing: &AmbiguousFraming) -> Option<&'static str> {
     let mut codings = headers.get_all(TRANSFER_ENCODING).iter();
     let first = codings.next()?;
     // hyper keeps `Transfer-Encoding` and drops `Content-Length` when both are sent.
-    if heads.both.load(Ordering::Relaxed) || headers.contains_key(CONTENT_LENGTH) {
+    if framing.both.load(Ordering::Relaxed) || headers.contains_key(CONTENT_LENGTH) {
         return Some(BOTH);
     }
     let chunked = first.as_bytes().trim_ascii().eq_ignore_ascii_case(b"chunked");
@@ -166,12 +166,12 @@ mod tests {
 
     /// Whether `stream`, read in pieces of `piece` bytes, marks its connection.
     fn marks(stream: &str, piece: usize) -> bool {
-        let heads = Arc::new(Heads::default());
-        let mut scan = HeadScan::new(Arc::clone(&heads));
+        let framing = Arc::new(AmbiguousFraming::default());
+        let mut scan = HeadScan::new(Arc::clone(&framing));
         for part in stream.as_bytes().chunks(piece) {
             scan.read(part);
         }
-        heads.both.load(Ordering::Relaxed)
+        framing.both.load(Ordering::Relaxed)
     }
 
     #[test]
@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn only_one_plain_chunked_coding_passes() {
-        let unmarked = Heads::default();
+        let unmarked = AmbiguousFraming::default();
         for fine in
             [&[][..], &[("transfer-encoding", "chunked")], &[("transfer-encoding", "Chunked ")]]
         {
@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_marked_connection_refuses_its_chunked_request_only() {
-        let marked = Heads::default();
+        let marked = AmbiguousFraming::default();
         marked.both.store(true, Ordering::Relaxed);
         assert_eq!(refused(&headers(&[("transfer-encoding", "chunked")]), &marked), Some(BOTH));
         assert_eq!(refused(&headers(&[("content-length", "5")]), &marked), None);

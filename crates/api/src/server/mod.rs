@@ -36,9 +36,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use answers::AnswerFaults;
-use answers::{AnswerCounter, Fate};
+use answers::{AnswerCounter, AnswerOutcome};
 use connection::{Activity, Watched};
-use framing::{HeadScan, Heads};
+use framing::{AmbiguousFraming, HeadScan};
 
 /// How long a client may take, and how many connections it may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,15 +121,15 @@ impl Server {
             };
             accepting.under_capacity();
             let activity = Activity::new(limits);
-            let heads = Arc::new(Heads::default());
+            let framing = Arc::new(AmbiguousFraming::default());
             let service = AppService::new(
                 Arc::clone(&app),
                 Arc::clone(&activity),
-                Arc::clone(&heads),
+                Arc::clone(&framing),
                 answers.clone(),
                 (local, remote),
             );
-            let scan = HeadScan::new(heads);
+            let scan = HeadScan::new(framing);
             let io = TokioIo::new(Watched::new(socket, Arc::clone(&activity), scan));
             let connection = graceful.watch(builder.serve_connection(io, service).into_owned());
             tokio::spawn(serve(connection, activity, remote, slot));
@@ -181,7 +181,7 @@ struct AppService {
     app: Arc<dyn DynApp>,
     activity: Arc<Activity>,
     /// What the connection's socket saw of its header blocks.
-    heads: Arc<Heads>,
+    framing: Arc<AmbiguousFraming>,
     /// Only with [`AnswerFaults`].
     answers: Option<Arc<AnswerCounter>>,
     local: LocalAddr,
@@ -194,13 +194,13 @@ impl AppService {
     fn new(
         app: Arc<dyn DynApp>,
         activity: Arc<Activity>,
-        heads: Arc<Heads>,
+        framing: Arc<AmbiguousFraming>,
         answers: Option<Arc<AnswerCounter>>,
         (local, remote): (Option<SocketAddr>, SocketAddr),
     ) -> Self {
         let local = LocalAddr(local.map_or(Addr::Custom("unknown", "".into()), Addr::SocketAddr));
         let remote = RemoteAddr(Addr::SocketAddr(remote));
-        Self { app, activity, heads, answers, local, remote }
+        Self { app, activity, framing, answers, local, remote }
     }
 }
 
@@ -215,11 +215,11 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
     type Future = BoxFuture<'static, Result<Self::Response, AnswerDropped>>;
 
     fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        let Self { app, activity, heads, answers, local, remote } = self.clone();
+        let Self { app, activity, framing, answers, local, remote } = self.clone();
         Box::pin(async move {
             let _request = activity.begin_request();
             let mut req = poem::Request::from((req, local, remote, Scheme::HTTP));
-            if let Some(reason) = framing::refused(req.headers(), &heads) {
+            if let Some(reason) = framing::refused(req.headers(), &framing) {
                 // Nothing of the body is read: where it ends is what is in doubt.
                 return Ok(framing::refusal(&req, reason).into());
             }
@@ -229,11 +229,11 @@ impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
             let method = answers.as_ref().map(|_| req.method().clone());
             let mut response = app.call(req).await;
             if let (Some(answers), Some(method)) = (&answers, method) {
-                match answers.fate(&method, &response).await {
+                match answers.outcome(&method, &response).await {
                     // hyper closes a connection whose service fails, writing nothing.
-                    Fate::Dropped => return Err(AnswerDropped),
-                    Fate::Unavailable => response = answers::unavailable(&response),
-                    Fate::Sent => {}
+                    AnswerOutcome::Dropped => return Err(AnswerDropped),
+                    AnswerOutcome::Unavailable => response = answers::unavailable(&response),
+                    AnswerOutcome::Sent => {}
                 }
             }
             if let Some(unread) = unread {

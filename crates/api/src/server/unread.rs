@@ -5,8 +5,8 @@
 //! request on a connection until the last body has been read off it (RFC 9112 §9.6). hyper,
 //! left alone, closes such a connection after the answer without saying so, and a client
 //! that sends its next request on it meets a broken pipe instead of the answer's
-//! `Retry-After`. So the handlers read the body through a [`Held`] handle while the
-//! connection keeps the body itself: once the answer is ready, [`Unread::read_away`] reads
+//! `Retry-After`. So the handlers read the body through a [`BodyHandle`] while the
+//! connection keeps the body itself: once the answer is ready, [`KeptBody::read_away`] reads
 //! what is left, up to [`READ_AWAY_LIMIT`] bytes arriving within [`READ_AWAY_TIME`], and the
 //! connection stays open; a longer or slower body gets the answer with `Connection: close`,
 //! and the connection closes after it (`docs/operations.md#slow-and-broken-clients`).
@@ -36,16 +36,16 @@ struct Body {
 }
 
 /// The connection's hold on a request's body, whoever reads it.
-pub struct Unread(Arc<Mutex<Body>>);
+pub struct KeptBody(Arc<Mutex<Body>>);
 
 /// The handlers' handle on a request's body: reads go to the body the connection holds.
-pub struct Held(Arc<Mutex<Body>>);
+pub struct BodyHandle(Arc<Mutex<Body>>);
 
-impl Unread {
+impl KeptBody {
     /// Holds `body`, and gives the handle to hand the handlers.
-    pub fn hold(body: BoxBody<Bytes, io::Error>) -> (Self, Held) {
+    pub fn hold(body: BoxBody<Bytes, io::Error>) -> (Self, BodyHandle) {
         let shared = Arc::new(Mutex::new(Body { inner: body, finished: false }));
-        (Self(Arc::clone(&shared)), Held(shared))
+        (Self(Arc::clone(&shared)), BodyHandle(shared))
     }
 
     /// Reads away what the handlers left of the body before `headers` go out, or marks them
@@ -78,7 +78,7 @@ impl Unread {
     }
 }
 
-impl http_body::Body for Held {
+impl http_body::Body for BodyHandle {
     type Data = Bytes;
     type Error = io::Error;
 

@@ -9,7 +9,7 @@ pub enum WebhooksCommand {
     /// List the webhook endpoints, one per line, id first: owner, the URL's host, state (and
     /// why disabled), the outcome of the last attempt. Never shows a secret.
     List {
-        /// Only the endpoints of this key's line (its key id, as `keys list` shows it).
+        /// Only the endpoints of this key's rotation chain (its key id, as `keys list` shows it).
         #[arg(long)]
         owner: Option<String>,
     },

@@ -4,7 +4,7 @@
 //! safely: the first request's outcome is stored with the pet or order it created, in the
 //! same transaction, and kept for [`RETENTION`]; a retry with the same key and the same
 //! request gets that outcome again and creates nothing. Keys are scoped to the API key's
-//! line of rotations. The same key with another request is refused, as is a key whose first
+//! rotation chain. The same key with another request is refused, as is a key whose first
 //! request is still running.
 
 use std::fmt;
@@ -128,7 +128,7 @@ pub struct StoredResponse {
 /// and the time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotentWrite {
-    /// The API key's line of rotations: keys are scoped to it.
+    /// The API key's rotation chain: keys are scoped to it.
     pub owner: KeyId,
     /// The client's key.
     pub idempotency_key: IdempotencyKey,

@@ -312,7 +312,7 @@ pub struct ApiKey {
     pub expires_at: Option<SystemTime>,
     /// The key issued to replace it, when it was rotated.
     pub rotated_to: Option<KeyId>,
-    /// Who the key acts for: the first key of its line of rotations, its own id unless it
+    /// Who the key acts for: the first key of its rotation chain, its own id unless it
     /// was issued by rotating another. Quotas are counted per owner, so a key and its
     /// successor share one, and orders and idempotency records belong to it. (The database
     /// keeps it in the column `lineage`.)

@@ -33,8 +33,8 @@ pub enum Subject {
     /// A client that a trusted proxy named by something other than an address (`unknown`,
     /// an obfuscated RFC 7239 identifier): counted by a digest of that name, as an address.
     Named([u8; 16]),
-    /// A key's line asking for its own rate limit (`GET /v1/rate_limit`): counted apart from
-    /// its quota, under [`INQUIRY_QUOTA`], and never suspended.
+    /// A key's rotation chain asking for its own rate limit (`GET /v1/rate_limit`): counted
+    /// apart from its quota, under [`INQUIRY_QUOTA`], and never suspended.
     Inquiry(KeyId),
 }
 

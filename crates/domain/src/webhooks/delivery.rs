@@ -62,7 +62,7 @@ pub enum Outcome {
     ConnectionError,
     /// The host resolved to an address the service does not call.
     RefusedAddress,
-    /// Not attempted, and never will be: the endpoint's key line ended, an operator
+    /// Not attempted, and never will be: the endpoint's rotation chain ended, an operator
     /// disabled it, or its backlog was full.
     Dropped,
 }
@@ -243,7 +243,7 @@ impl ClaimLimits {
 /// What [`WebhookDeliveries::close`](crate::WebhookDeliveries::close) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Closed {
-    /// Endpoints disabled because their key's line ended.
+    /// Endpoints disabled because their key's rotation chain ended.
     pub endpoints: u64,
     /// Deliveries dropped because their endpoint was disabled for good.
     pub dropped: u64,

@@ -60,7 +60,7 @@ pub enum DisabledReason {
     /// An operator disabled it (`animal-store webhooks disable`): for good, what waits is
     /// dropped.
     Operator,
-    /// Its owner's line of keys has no live key left (revoked or expired): for good, what
+    /// Its owner's rotation chain has no live key left (revoked or expired): for good, what
     /// waits is dropped.
     KeyEnded,
 }
@@ -238,7 +238,7 @@ impl fmt::Debug for WebhookSecret {
 pub struct Endpoint {
     /// Its id.
     pub id: EndpointId,
-    /// Whose it is: the owner of the key that registered it (its line of rotations).
+    /// Whose it is: the owner of the key that registered it (its rotation chain).
     pub owner: KeyId,
     /// Where deliveries go.
     pub url: WebhookUrl,

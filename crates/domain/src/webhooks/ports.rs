@@ -150,7 +150,7 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
     async fn release_leases(&self) -> Result<u64, RepositoryError>;
 
     /// Ends what may no longer be delivered, at `now`: disables, for
-    /// [`DisabledReason::KeyEnded`], every enabled endpoint whose owner's line of keys has no
+    /// [`DisabledReason::KeyEnded`], every enabled endpoint whose owner's rotation chain has no
     /// live key left (each revoked or expired: a rotation keeps the line live); then drops up
     /// to `batch` of the deliveries that wait for an endpoint disabled for good, each
     /// recorded as an attempt made `now` whose outcome is [`Outcome::Dropped`].

@@ -282,8 +282,8 @@ impl Deliverer {
     }
 
     /// Ends what may no longer be delivered (see [`WebhookDeliveries::close`]): endpoints
-    /// whose key's line ended are disabled, and what waits for endpoints disabled for good
-    /// is dropped, a `batch` at a time until none is left.
+    /// whose key's rotation chain ended are disabled, and what waits for endpoints disabled
+    /// for good is dropped, a `batch` at a time until none is left.
     ///
     /// # Errors
     ///

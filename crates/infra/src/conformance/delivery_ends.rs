@@ -1,5 +1,5 @@
 //! The contract of what ends deliveries without an attempt, and of fair claims: a claim
-//! takes no more of one owner's than its room; a line of keys with no live key left has its
+//! takes no more of one owner's than its room; a rotation chain with no live key left has its
 //! endpoints disabled and what waits for them dropped (a rotation keeps the line live), as
 //! does an operator's disabling, which its owner cannot undo; an endpoint's backlog is
 //! bounded; attempts are swept by age.

@@ -1,5 +1,5 @@
 //! Where deliveries end in memory without being made, as in the SQL stores
-//! (`crates/infra/src/sql/webhooks/ends.rs`): the endpoints of ended key lines, and those an
+//! (`crates/infra/src/sql/webhooks/ends.rs`): the endpoints of ended rotation chains, and those an
 //! operator disabled, drop what waits for them; a backlog beyond its bound is dropped; and
 //! attempts are swept by age. A dropped delivery is recorded as a `dropped` attempt.
 

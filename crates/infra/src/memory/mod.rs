@@ -126,7 +126,7 @@ impl MemoryApiKeyStore {
         Self::default()
     }
 
-    /// Whether the line of keys `owner` has a live key at `at`.
+    /// Whether the rotation chain `owner` has a live key at `at`.
     pub(super) fn line_is_live(&self, owner: &KeyId, at: SystemTime) -> bool {
         let keys = self.keys.read().unwrap_or_else(PoisonError::into_inner);
         keys.iter().any(|key| key.owner == *owner && key.is_live(at))

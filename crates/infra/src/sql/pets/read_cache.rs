@@ -9,7 +9,7 @@
 //! files: the signal is the writer's, in this process.
 //!
 //! One process serves an SQLite file. Another process's writes (a second server started
-//! on the same file by mistake) are read once the answers kept before them are a second
+//! on the same file by mistake) are read once the cached answers before them are a second
 //! old ([`TIME_TO_LIVE`]).
 
 use std::sync::Arc;

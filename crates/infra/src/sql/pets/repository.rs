@@ -32,7 +32,7 @@ use crate::sql::writer::job::Writer;
 #[derive(Clone)]
 pub struct SeaOrmPetRepository {
     readers: DatabaseConnection,
-    /// On SQLite, the answers kept.
+    /// On SQLite, the cached answers.
     cache: Option<Arc<ReadCache>>,
     reads: Arc<Reads>,
     writer: Writer,

@@ -61,7 +61,7 @@ pub mod api_key {
         pub expires_at: Option<i64>,
         /// The id of the key that replaced it, when rotated.
         pub rotated_to: Option<String>,
-        /// The first key of its line of rotations; `NULL` for a key that is its own.
+        /// The first key of its rotation chain; `NULL` for a key that is its own.
         pub lineage: Option<String>,
         /// `read` or `write`; `NULL` (a key issued before scopes) is `write`.
         pub scope: Option<String>,
@@ -78,7 +78,7 @@ pub mod api_key {
 pub mod order {
     use sea_orm::entity::prelude::*;
 
-    /// One order row. `owner` is the key id of its owner's line of rotations; `status` holds
+    /// One order row. `owner` is the key id of its owner's rotation chain; `status` holds
     /// the wire spelling (`placed`, `approved`, `delivered`, `cancelled`).
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
     #[sea_orm(table_name = "orders")]
@@ -109,11 +109,11 @@ pub mod order {
 pub mod idempotency_key {
     use sea_orm::entity::prelude::*;
 
-    /// One stored outcome: the owner's line of keys and the client's key identify it.
+    /// One stored outcome: the owner's rotation chain and the client's key identify it.
     #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
     #[sea_orm(table_name = "idempotency_keys")]
     pub struct Model {
-        /// The key id of the owner's line of rotations.
+        /// The key id of the owner's rotation chain.
         #[sea_orm(primary_key, auto_increment = false)]
         pub owner: String,
         /// The client's idempotency key.
@@ -183,7 +183,7 @@ pub mod event {
         pub id: i64,
         /// `pet.created`, `pet.updated`, `pet.deleted`, `order.placed` or `order.updated`.
         pub event_type: String,
-        /// The key id of the order owner's line of rotations, for an order's event.
+        /// The key id of the order owner's rotation chain, for an order's event.
         pub owner: Option<String>,
         /// When the change happened.
         pub created_at: DateTimeUtc,
@@ -209,7 +209,7 @@ pub mod webhook_endpoint {
         /// Assigned by the database, growing.
         #[sea_orm(primary_key)]
         pub id: i64,
-        /// The key id of the owner's line of rotations.
+        /// The key id of the owner's rotation chain.
         pub owner: String,
         /// Where deliveries go.
         pub url: String,

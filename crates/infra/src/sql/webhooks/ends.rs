@@ -1,6 +1,6 @@
 //! Where deliveries end without being made, and attempts end with their events.
 //!
-//! - A line of keys with no live key left (each revoked or expired) ends its endpoints:
+//! - A rotation chain with no live key left (each revoked or expired) ends its endpoints:
 //!   they are disabled (`key_ended`), and what waits for them, as for an endpoint an
 //!   operator disabled, is dropped, each delivery recorded as an attempt whose outcome is
 //!   `dropped` ([`SeaOrmWebhooks::close_ended`]).
@@ -31,7 +31,7 @@ fn final_reasons() -> Vec<&'static str> {
     DisabledReason::ALL.into_iter().filter(|r| r.is_final()).map(DisabledReason::as_str).collect()
 }
 
-/// The enabled endpoints whose owner's line of keys has no key live at `now`: none of the
+/// The enabled endpoints whose owner's rotation chain has no key live at `now`: none of the
 /// line (the owner's own key, or one whose `lineage` is the owner) unrevoked and unexpired.
 fn ended_lines(now: DateTime<Utc>) -> sea_orm::Select<endpoint::Entity> {
     let now = now.timestamp_millis();

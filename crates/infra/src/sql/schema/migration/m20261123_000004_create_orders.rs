@@ -1,4 +1,4 @@
-//! The `orders` table: each order reserves a pet for the key (the line of rotations) that
+//! The `orders` table: each order reserves a pet for the key (the rotation chain) that
 //! placed it, and is listed per owner by id, or by status and id.
 
 use sea_orm_migration::prelude::*;
