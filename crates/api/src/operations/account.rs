@@ -5,7 +5,6 @@
 //! key's windows, and counts the request under the key's own inquiry quota instead (60 a
 //! minute). The body shows the decision the guard took, so it agrees with the headers.
 
-use super::in_contract_shape;
 use animal_store_domain::{Plan, Subject, Verdict, WindowUsage};
 use poem::web::Data;
 use poem_openapi::payload::Json;
@@ -97,12 +96,7 @@ impl AccountApi {
     /// Returns the caller's plan and both windows (the UTC minute and the UTC day) without
     /// spending any of them, suspended or not; the response's rate-limit headers show the
     /// same numbers. It is limited on its own, to 60 requests a minute per key.
-    #[oai(
-        path = "/rate_limit",
-        method = "get",
-        operation_id = "getRateLimit",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/rate_limit", method = "get", operation_id = "getRateLimit")]
     async fn get_rate_limit(
         &self,
         key: BearerKey,

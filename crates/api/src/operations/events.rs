@@ -2,7 +2,6 @@
 //! orders, in the order it committed (`docs/webhooks.md`). A client polls `listEvents` with
 //! the last id it saw as `after`, and misses none.
 
-use super::in_contract_shape;
 use animal_store_domain::{EventId, EventListing, EventType, GetEventError, excerpt};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -91,12 +90,7 @@ impl EventsApi {
     /// own orders. Poll with the id of the last event you saw as `after`: you never miss an
     /// event and never see one twice, however many instances of the service write at once
     /// (an event is listed only once no event of a smaller id can still be written).
-    #[oai(
-        path = "/events",
-        method = "get",
-        operation_id = "listEvents",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/events", method = "get", operation_id = "listEvents")]
     #[expect(
         clippy::too_many_arguments,
         reason = "poem-openapi takes each parameter of an operation as an argument"
@@ -137,12 +131,7 @@ impl EventsApi {
     ///
     /// Returns one event: an animal's, or one of the caller's orders'. Another key's order's
     /// event is 404, as if it did not exist.
-    #[oai(
-        path = "/events/:eventId",
-        method = "get",
-        operation_id = "getEvent",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/events/:eventId", method = "get", operation_id = "getEvent")]
     async fn get_event(
         &self,
         key: BearerKey,

@@ -2,7 +2,6 @@
 //! inventory of the catalogue. `placeOrder`, `listOrders`, `getOrder` and `getInventory` are
 //! experimental, `updateOrder` beta.
 
-use super::in_contract_shape;
 use animal_store_domain::{
     Answer, GetOrderError, Order, OrderId, PlaceOrderError, StoredResponse, UpdateOrderError,
     excerpt,
@@ -162,12 +161,7 @@ impl OrdersApi {
     /// Reserves an `available` animal for the caller: the animal becomes `pending`, and the
     /// order `placed`. Of two orders for one animal, one is placed and the other refused with
     /// 409, whichever instance of the service they reach.
-    #[oai(
-        path = "/store/orders",
-        method = "post",
-        operation_id = "placeOrder",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/store/orders", method = "post", operation_id = "placeOrder")]
     async fn place_order(
         &self,
         key: BearerKey,
@@ -202,12 +196,7 @@ impl OrdersApi {
     ///
     /// Returns a page of the caller's orders ordered by id ascending, optionally only those
     /// with a status; paginated exactly as `listPets` (a `Link` header with `rel="next"`).
-    #[oai(
-        path = "/store/orders",
-        method = "get",
-        operation_id = "listOrders",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/store/orders", method = "get", operation_id = "listOrders")]
     #[expect(
         clippy::too_many_arguments,
         reason = "poem-openapi takes each parameter of an operation as an argument"
@@ -244,12 +233,7 @@ impl OrdersApi {
     /// [experimental] Get an order
     ///
     /// Returns one of the caller's orders. Another key's order is 404, as if it did not exist.
-    #[oai(
-        path = "/store/orders/:orderId",
-        method = "get",
-        operation_id = "getOrder",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/store/orders/:orderId", method = "get", operation_id = "getOrder")]
     async fn get_order(
         &self,
         key: BearerKey,
@@ -272,12 +256,7 @@ impl OrdersApi {
     /// Moves one of the caller's orders to another status: `placed` → `approved` →
     /// `delivered`, or `placed`/`approved` → `cancelled`. The animal follows: delivered
     /// makes it `sold`, cancelled `available` again. Any other move is 409.
-    #[oai(
-        path = "/store/orders/:orderId",
-        method = "patch",
-        operation_id = "updateOrder",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/store/orders/:orderId", method = "patch", operation_id = "updateOrder")]
     async fn update_order(
         &self,
         key: BearerKey,
@@ -301,12 +280,7 @@ impl OrdersApi {
     /// How many animals are `available`, `pending` and `sold`: exact after every change,
     /// and as quick with a million animals as with ten, since the counts are kept as the
     /// animals change rather than counted for each request.
-    #[oai(
-        path = "/store/inventory",
-        method = "get",
-        operation_id = "getInventory",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/store/inventory", method = "get", operation_id = "getInventory")]
     async fn get_inventory(
         &self,
         _key: BearerKey,

@@ -1,7 +1,6 @@
 //! The `animals` operations: `listPets`, `createPet`, the deprecated `getPet`, and the
 //! experimental `updatePet` and `deletePet` (`docs/api.md#changing-and-removing-an-animal`).
 
-use super::in_contract_shape;
 use animal_store_domain::{
     Answer, ChangePetError, Pet, PetId, PetIds, Precondition, StoredResponse, excerpt,
 };
@@ -128,12 +127,7 @@ impl PetsApi {
     /// that replaces `getPet`). When more animals follow, the response carries a `Link`
     /// header with `rel="next"` whose address returns the next page; the body stays a bare
     /// array.
-    #[oai(
-        path = "/pets",
-        method = "get",
-        operation_id = "listPets",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/pets", method = "get", operation_id = "listPets")]
     #[expect(
         clippy::too_many_arguments,
         reason = "poem-openapi takes each parameter of an operation as an argument"
@@ -178,12 +172,7 @@ impl PetsApi {
     ///
     /// Adds an animal to the catalogue and returns it with the id the service assigned.
     /// `status` defaults to `available`. Unknown fields, `id` included, are ignored.
-    #[oai(
-        path = "/pets",
-        method = "post",
-        operation_id = "createPet",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/pets", method = "post", operation_id = "createPet")]
     async fn create_pet(
         &self,
         _key: BearerKey,
@@ -225,13 +214,7 @@ impl PetsApi {
     /// `GET /pets?id=7` instead. Every response carries `Deprecation`, `Sunset` and
     /// `Link: </v1/pets?id=7>; rel="successor-version"`; from the sunset on, the answer is
     /// 410.
-    #[oai(
-        path = "/pets/:petId",
-        method = "get",
-        operation_id = "getPet",
-        transform = "in_contract_shape",
-        deprecated
-    )]
+    #[oai(path = "/pets/:petId", method = "get", operation_id = "getPet", deprecated)]
     async fn get_pet(
         &self,
         _key: BearerKey,
@@ -261,12 +244,7 @@ impl PetsApi {
     /// With `If-Match`, the change is made only if the animal is still as the client read
     /// it (412 otherwise, nothing changed); without it, the last change wins. An animal that
     /// an open order holds keeps its status (409), while its name and category can change.
-    #[oai(
-        path = "/pets/:petId",
-        method = "patch",
-        operation_id = "updatePet",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/pets/:petId", method = "patch", operation_id = "updatePet")]
     #[expect(
         clippy::too_many_arguments,
         reason = "each header the document declares is an argument of its own"
@@ -309,12 +287,7 @@ impl PetsApi {
     /// answer 404, listPets never shows it and its id is never given to another animal;
     /// closed orders that name it stay readable. An animal that an open order holds cannot
     /// be removed (409). With `If-Match`, it is removed only if still as the client read it.
-    #[oai(
-        path = "/pets/:petId",
-        method = "delete",
-        operation_id = "deletePet",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/pets/:petId", method = "delete", operation_id = "deletePet")]
     async fn delete_pet(
         &self,
         _key: BearerKey,

@@ -2,7 +2,6 @@
 //! service posts its events signed as Standard Webhooks says, and the attempts made to
 //! them (`docs/webhooks.md`).
 
-use super::in_contract_shape;
 use animal_store_domain::{AttemptId, AttemptListing, EndpointId, WebhookError, excerpt};
 use poem::http::StatusCode;
 use poem::web::Data;
@@ -179,12 +178,7 @@ impl WebhooksApi {
     /// From now on, each event the caller sees (every animal's, and its own orders') of the
     /// types asked for is posted to `url`, signed with the secret this answer shows once. An
     /// event made before the endpoint existed is never posted to it. At most 16 endpoints.
-    #[oai(
-        path = "/webhook_endpoints",
-        method = "post",
-        operation_id = "createWebhookEndpoint",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/webhook_endpoints", method = "post", operation_id = "createWebhookEndpoint")]
     async fn create_endpoint(
         &self,
         key: BearerKey,
@@ -203,12 +197,7 @@ impl WebhooksApi {
     /// [experimental] List webhook endpoints
     ///
     /// The caller's endpoints, oldest first, without their secrets.
-    #[oai(
-        path = "/webhook_endpoints",
-        method = "get",
-        operation_id = "listWebhookEndpoints",
-        transform = "in_contract_shape"
-    )]
+    #[oai(path = "/webhook_endpoints", method = "get", operation_id = "listWebhookEndpoints")]
     async fn list_endpoints(
         &self,
         key: BearerKey,
@@ -224,8 +213,7 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId",
         method = "get",
-        operation_id = "getWebhookEndpoint",
-        transform = "in_contract_shape"
+        operation_id = "getWebhookEndpoint"
     )]
     async fn get_endpoint(
         &self,
@@ -247,8 +235,7 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId",
         method = "patch",
-        operation_id = "updateWebhookEndpoint",
-        transform = "in_contract_shape"
+        operation_id = "updateWebhookEndpoint"
     )]
     async fn update_endpoint(
         &self,
@@ -274,8 +261,7 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId",
         method = "delete",
-        operation_id = "deleteWebhookEndpoint",
-        transform = "in_contract_shape"
+        operation_id = "deleteWebhookEndpoint"
     )]
     async fn delete_endpoint(
         &self,
@@ -297,8 +283,7 @@ impl WebhooksApi {
     #[oai(
         path = "/webhook_endpoints/:endpointId/deliveries",
         method = "get",
-        operation_id = "listWebhookDeliveries",
-        transform = "in_contract_shape"
+        operation_id = "listWebhookDeliveries"
     )]
     async fn list_deliveries(
         &self,

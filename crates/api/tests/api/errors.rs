@@ -9,6 +9,33 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
+/// Every operation of the document, asked without a key, answers 401 in the Error shape:
+/// each one's endpoint turns the errors raised before its handler into the Error body.
+#[tokio::test]
+async fn every_operation_refuses_a_missing_key_in_the_error_body() {
+    let h = Harness::new().await;
+    let document = h.send(Method::GET, "/v1/openapi.json", None, None).await.body;
+    let paths = document["paths"].as_object().expect("paths");
+    let mut asked = 0;
+    for (path, item) in paths {
+        let uri = path
+            .split('/')
+            .map(|segment| if segment.starts_with('{') { "1" } else { segment })
+            .collect::<Vec<_>>()
+            .join("/");
+        for method in item.as_object().expect("a path item").keys() {
+            let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("m");
+            let body = (method != Method::GET && method != Method::DELETE)
+                .then(|| ("application/json", b"{}".to_vec()));
+            let reply = h.send(method.clone(), &format!("/v1{uri}"), None, body).await;
+            assert_eq!(reply.status.as_u16(), 401, "{method} {uri}: {:?}", reply.body);
+            reply.assert_error(401, "unauthorized");
+            asked += 1;
+        }
+    }
+    assert_eq!(asked, 19, "every operation was asked");
+}
+
 #[tokio::test]
 async fn routing_errors_use_the_error_body() {
     let h = Harness::new().await;
