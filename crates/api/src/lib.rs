@@ -120,8 +120,8 @@ pub fn app(state: AppState) -> poem::endpoint::BoxEndpoint<'static, Response> {
     // (or poem's own middleware), boxed, so that no layer's type holds those inside it. Each
     // layer calls the ones inside through `respond`, which turns an error raised there
     // (routing, extraction) into the Error body, so that no response escapes without the
-    // headers of the layers outside.
-    // poem-openapi routes the operations, under `/v1`.
+    // headers of the layers outside. Innermost of all, poem-openapi routes the operations,
+    // under `/v1`.
     Route::new()
         .at(probes::PATHS[0], get(operators::livez))
         .at(probes::PATHS[1], get(operators::readyz))

@@ -30,7 +30,7 @@ use tracing::Instrument;
 
 use super::{Next, respond};
 use crate::published;
-use crate::routes::{Resolved, RouteTable};
+use crate::routes::{Resolved, RouteEntry, RouteTable};
 use crate::state::AppState;
 use crate::telemetry::{RequestMetrics, method_label};
 
@@ -51,7 +51,8 @@ pub async fn envelope(next: Next, mut req: Request) -> poem::Result<Response> {
         .map(|deprecation| deprecation.headers(req.uri().path()));
     let stability = route.and_then(|route| route.stability(&method).header());
     let kind = Kind::of_route(route, &method);
-    let metrics_route = resolved.as_ref().and_then(|r| Some((r.index()?, r.route()?.template())));
+    let metrics_route =
+        resolved.as_ref().and_then(Resolved::index).zip(route.map(RouteEntry::template));
     let authorized = req.headers().contains_key(header::AUTHORIZATION);
     let state = req.data::<AppState>();
     let draining = state.is_some_and(|state| state.readiness.is_draining());
@@ -160,7 +161,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of the answers `method` gets on `route`.
-    fn of_route(route: Option<&crate::routes::RouteEntry>, method: &poem::http::Method) -> Self {
+    fn of_route(route: Option<&RouteEntry>, method: &poem::http::Method) -> Self {
         match route {
             Some(route) if published::PATHS.contains(&route.template()) => Self::Published,
             Some(route) if route.is_conditional(method) => Self::Revalidated,

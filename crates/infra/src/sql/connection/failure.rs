@@ -22,13 +22,8 @@ impl FailureKind {
         if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) {
             return Self::Duplicate;
         }
-        let unavailable = match err {
-            DbErr::ConnectionAcquire(_) => true,
-            DbErr::Conn(RuntimeErr::SqlxError(e))
-            | DbErr::Exec(RuntimeErr::SqlxError(e))
-            | DbErr::Query(RuntimeErr::SqlxError(e)) => is_transient(e),
-            _ => false,
-        };
+        let unavailable =
+            matches!(err, DbErr::ConnectionAcquire(_)) || sqlx_error(err).is_some_and(is_transient);
         if unavailable { Self::Unavailable } else { Self::Backend }
     }
 
@@ -70,13 +65,8 @@ pub(crate) fn is_unreachable(err: &DbErr) -> bool {
 /// statement on another connection may well succeed.
 pub(crate) fn is_lost_connection(err: &DbErr) -> bool {
     use sea_orm::sqlx::Error;
-    let (DbErr::Conn(RuntimeErr::SqlxError(e))
-    | DbErr::Exec(RuntimeErr::SqlxError(e))
-    | DbErr::Query(RuntimeErr::SqlxError(e))) = err
-    else {
-        return false;
-    };
-    match e.as_ref() {
+    let Some(e) = sqlx_error(err) else { return false };
+    match e {
         Error::Io(_) | Error::Protocol(_) | Error::WorkerCrashed => true,
         // A connection exception (08), a terminated backend (57P01), a server that is
         // shutting down (57P02, 57P03).
@@ -84,6 +74,17 @@ pub(crate) fn is_lost_connection(err: &DbErr) -> bool {
             code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
         }),
         _ => false,
+    }
+}
+
+/// The driver's error under `err`, when the driver raised it (connecting, or running a
+/// statement).
+fn sqlx_error(err: &DbErr) -> Option<&sea_orm::sqlx::Error> {
+    match err {
+        DbErr::Conn(RuntimeErr::SqlxError(e))
+        | DbErr::Exec(RuntimeErr::SqlxError(e))
+        | DbErr::Query(RuntimeErr::SqlxError(e)) => Some(e.as_ref()),
+        _ => None,
     }
 }
 
@@ -114,13 +115,8 @@ fn is_transient(err: &sea_orm::sqlx::Error) -> bool {
 pub(crate) fn is_sqlite_busy(err: &DbErr) -> bool {
     use sea_orm::sqlx::Error;
     use sea_orm::sqlx::sqlite::SqliteError;
-    let (DbErr::Conn(RuntimeErr::SqlxError(e))
-    | DbErr::Exec(RuntimeErr::SqlxError(e))
-    | DbErr::Query(RuntimeErr::SqlxError(e))) = err
-    else {
-        return false;
-    };
-    match &**e {
+    let Some(e) = sqlx_error(err) else { return false };
+    match e {
         Error::Database(db) if db.try_downcast_ref::<SqliteError>().is_some() => db
             .code()
             .is_some_and(|code| code.parse::<i32>().is_ok_and(|code| matches!(code & 0xff, 5 | 6))),
