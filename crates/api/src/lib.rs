@@ -54,6 +54,7 @@ use poem::http::Method;
 use poem::middleware::CatchPanic;
 use poem::{EndpointExt, IntoResponse as _, Response, Route, get};
 
+pub use idempotency::IDEMPOTENT_REPLAYED;
 pub use openapi::API_VERSION;
 pub use state::{ApiConfig, AppState, DEFAULT_PRODUCTION_URL, DEFAULT_STAGING_URL, Services};
 

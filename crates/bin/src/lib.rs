@@ -9,6 +9,7 @@
 //! A problem at start-up (a bad setting, an unreachable database, a port in use) is reported
 //! as one line on stderr with exit code 2.
 
+mod answer_faults;
 mod cli;
 mod config;
 mod deliveries;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use animal_store_api::server::AnswerFaults;
+use crate::answer_faults::AnswerFaults;
 use animal_store_infra::faults::Faults;
 
 /// The options `memory://` takes, each `NAME=N`.

@@ -194,11 +194,10 @@ pub async fn run(cli: &Cli, args: &ServeArgs) -> Result<(), Failure> {
         let sweeper = tokio::spawn(sweep::repeat(idempotency, events, deliverer.clone(), every));
         let worker = crate::deliveries::Worker::start(deliverer)?;
         // Built before the ready file is written: ready means ready to answer.
-        let app = animal_store_api::app(state);
+        let app = stores.answer_faults().around(animal_store_api::app(state));
         let server = Server::bind(args.bind.as_str(), limits(&args.connections))
             .await
-            .with_context(|| format!("cannot listen on {}", args.bind))?
-            .answer_faults(stores.answer_faults());
+            .with_context(|| format!("cannot listen on {}", args.bind))?;
         let address = server.local_addr().context("the listener has no address")?;
         if let Some(path) = &args.ready_file {
             ready_file::write(path, address, &keys)

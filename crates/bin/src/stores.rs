@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use animal_store_api::server::AnswerFaults;
+use crate::answer_faults::AnswerFaults;
 use animal_store_domain::{
     ApiKeyStore, EventLog, HealthCheck, IdempotencyStore, OrderRepository, PetChanges,
     PetRepository, WebhookDeliveries, WebhookEndpoints,

@@ -10,14 +10,12 @@
 //! (`docs/security.md#what-the-service-defends`).
 //!
 //! hyper hides the first form: it reads the body as chunked and leaves `Content-Length` out
-//! of the headers it hands on. So the connection's socket shows every line it receives to a
-//! [`HeadScan`], which marks the connection ([`AmbiguousFraming`]) when a header block holds both
-//! fields. hyper refuses by itself a `Transfer-Encoding` whose last coding is not `chunked`
+//! of the headers it hands on. So the connection's socket shows each request head it reads
+//! to a [`HeadScan`], and marks the connection when one holds both fields. hyper refuses by itself a `Transfer-Encoding` whose last coding is not `chunked`
 //! (`gzip`, `chunked, gzip`), with a bare `400` and the close; the other lists and repeated
 //! headers (`chunked, chunked`) reach [`refused`].
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use poem::http::header::{
     CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, X_CONTENT_TYPE_OPTIONS,
@@ -25,6 +23,7 @@ use poem::http::header::{
 use poem::http::{HeaderMap, HeaderName, HeaderValue};
 use poem::{IntoResponse, Request, Response};
 
+use super::socket::Connection;
 use crate::error::ApiError;
 
 /// Why a request with both framing fields is refused.
@@ -35,85 +34,57 @@ const BOTH: &str = "the request gives both Content-Length and Transfer-Encoding,
 const NOT_CHUNKED: &str = "Transfer-Encoding must be chunked, given once, or left out: send \
                            Content-Length or Transfer-Encoding: chunked alone";
 
-/// What a connection's header blocks have shown, shared by its socket and its requests.
-#[derive(Debug, Default)]
-pub struct AmbiguousFraming {
-    /// A header block held both `Content-Length` and `Transfer-Encoding`.
-    both: AtomicBool,
-}
-
-/// The lines a connection receives, read for its header blocks' framing fields.
-///
-/// A block is the lines up to an empty one, as a request's head is; body bytes are read as
-/// lines too. A JSON body, the only kind the operations take, cannot hold a line that
-/// starts with a field name, so only a connection that sends other bodies can be marked
-/// without a head that deserves it, and it is then the connection's own request that is
-/// refused. Only the first bytes of a line are kept, however long it is.
-#[derive(Debug)]
-pub struct HeadScan {
-    framing: Arc<AmbiguousFraming>,
-    /// The first bytes of the current line.
-    start: [u8; KEPT],
-    /// How many of `start` are filled.
-    kept: usize,
-    /// How long the current line is so far, in bytes.
-    length: usize,
-    /// The current block has had a `Content-Length` line.
-    content_length: bool,
-    /// The current block has had a `Transfer-Encoding` line.
-    transfer_encoding: bool,
-}
-
 /// The field names looked for, with their colon: a field name ends there (RFC 9112 §5).
 const CONTENT_LENGTH_LINE: &[u8] = b"content-length:";
 const TRANSFER_ENCODING_LINE: &[u8] = b"transfer-encoding:";
 /// The bytes of a line kept: enough for the longer name.
 const KEPT: usize = TRANSFER_ENCODING_LINE.len();
 
-impl HeadScan {
-    /// A scan that marks `framing`.
-    pub fn new(framing: Arc<AmbiguousFraming>) -> Self {
-        Self {
-            framing,
-            start: [0; KEPT],
-            kept: 0,
-            length: 0,
-            content_length: false,
-            transfer_encoding: false,
-        }
-    }
+/// One request head's lines, read for its framing fields up to the empty line that ends it.
+/// Only the first bytes of a line are kept, however long it is.
+#[derive(Debug, Default)]
+pub struct HeadScan {
+    /// The first bytes of the current line, and how many of them are filled.
+    start: [u8; KEPT],
+    kept: usize,
+    /// How long the current line is so far, in bytes.
+    length: usize,
+    /// The head's lines so far, blank lines before it aside.
+    lines: usize,
+    /// The head has ended.
+    ended: bool,
+    content_length: bool,
+    transfer_encoding: bool,
+}
 
-    /// Reads the next bytes the connection received.
-    pub fn read(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            let (line, ended, rest) = match bytes.iter().position(|&b| b == b'\n') {
-                Some(end) => (&bytes[..end], true, &bytes[end + 1..]),
-                None => (bytes, false, &[][..]),
-            };
+impl HeadScan {
+    /// Reads the next bytes of the head; whether it has shown both framing fields.
+    pub fn read(&mut self, bytes: &[u8]) -> bool {
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            if self.ended {
+                break;
+            }
+            let line = piece.strip_suffix(b"\n").unwrap_or(piece);
             let take = line.len().min(KEPT - self.kept);
             self.start[self.kept..self.kept + take].copy_from_slice(&line[..take]);
             self.kept += take;
             self.length = self.length.saturating_add(line.len());
-            if ended {
+            if line.len() < piece.len() {
                 self.end_line();
             }
-            bytes = rest;
         }
+        self.content_length && self.transfer_encoding
     }
 
     fn end_line(&mut self) {
         let line = &self.start[..self.kept];
         // A line ends with CRLF, or a bare LF, which hyper accepts too.
         if self.length == 0 || (self.length == 1 && line == b"\r") {
-            self.content_length = false;
-            self.transfer_encoding = false;
-        } else if starts_with_name(line, CONTENT_LENGTH_LINE) {
-            self.content_length = true;
-        } else if starts_with_name(line, TRANSFER_ENCODING_LINE) {
-            self.transfer_encoding = true;
-        }
-        if self.content_length && self.transfer_encoding {
-            self.framing.both.store(true, Ordering::Relaxed);
+            self.ended = self.lines > 0;
+        } else {
+            self.lines += 1;
+            self.content_length |= starts_with_name(line, CONTENT_LENGTH_LINE);
+            self.transfer_encoding |= starts_with_name(line, TRANSFER_ENCODING_LINE);
         }
         self.kept = 0;
         self.length = 0;
@@ -126,12 +97,13 @@ fn starts_with_name(line: &[u8], name: &[u8]) -> bool {
 }
 
 /// Why a request is refused for its framing, if it is: `headers` are those hyper hands on,
-/// `framing` what the connection's socket saw.
-pub fn refused(headers: &HeaderMap, framing: &AmbiguousFraming) -> Option<&'static str> {
+/// `connection` what its socket saw.
+pub fn refused(headers: &HeaderMap, connection: &Connection) -> Option<&'static str> {
     let mut codings = headers.get_all(TRANSFER_ENCODING).iter();
     let first = codings.next()?;
     // hyper keeps `Transfer-Encoding` and drops `Content-Length` when both are sent.
-    if framing.both.load(Ordering::Relaxed) || headers.contains_key(CONTENT_LENGTH) {
+    if connection.ambiguous_framing.load(Ordering::Relaxed) || headers.contains_key(CONTENT_LENGTH)
+    {
         return Some(BOTH);
     }
     let chunked = first.as_bytes().trim_ascii().eq_ignore_ascii_case(b"chunked");
@@ -166,12 +138,8 @@ mod tests {
 
     /// Whether `stream`, read in pieces of `piece` bytes, marks its connection.
     fn marks(stream: &str, piece: usize) -> bool {
-        let framing = Arc::new(AmbiguousFraming::default());
-        let mut scan = HeadScan::new(Arc::clone(&framing));
-        for part in stream.as_bytes().chunks(piece) {
-            scan.read(part);
-        }
-        framing.both.load(Ordering::Relaxed)
+        let mut scan = HeadScan::default();
+        stream.as_bytes().chunks(piece).any(|part| scan.read(part))
     }
 
     #[test]
@@ -188,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn fields_in_separate_blocks_or_values_do_not() {
+    fn fields_after_the_head_or_in_values_do_not() {
         let apart = "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n\
                      POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
         let in_values =
@@ -212,7 +180,7 @@ mod tests {
 
     #[test]
     fn only_one_plain_chunked_coding_passes() {
-        let unmarked = AmbiguousFraming::default();
+        let unmarked = Connection::default();
         for fine in
             [&[][..], &[("transfer-encoding", "chunked")], &[("transfer-encoding", "Chunked ")]]
         {
@@ -232,8 +200,8 @@ mod tests {
 
     #[test]
     fn a_marked_connection_refuses_its_chunked_request_only() {
-        let marked = AmbiguousFraming::default();
-        marked.both.store(true, Ordering::Relaxed);
+        let marked = Connection::default();
+        marked.ambiguous_framing.store(true, Ordering::Relaxed);
         assert_eq!(refused(&headers(&[("transfer-encoding", "chunked")]), &marked), Some(BOTH));
         assert_eq!(refused(&headers(&[("content-length", "5")]), &marked), None);
         assert_eq!(refused(&headers(&[]), &marked), None);

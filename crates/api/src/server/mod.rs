@@ -1,22 +1,15 @@
-//! The HTTP server: hyper's HTTP/1.1 connections, serving the app, with the
-//! limits that keep slow and broken clients from holding it (see `docs/operations.md`).
+//! The HTTP server: hyper's HTTP/1.1 connections, serving the app, with the limits that keep
+//! slow and broken clients from holding it (`docs/operations.md#slow-and-broken-clients`).
 //!
-//! poem's own `Server` has an inactivity timeout only: a client that sends a byte every few
-//! seconds holds a connection for ever, headers and bodies have no deadline, connections are
-//! not capped, and an accept loop that runs out of file descriptors retries at once. This
-//! one gives every connection a clock (`connection::Activity`): headers within
-//! [`Limits::header_timeout`], a body within [`Limits::body_timeout`] of its headers, and
-//! [`Limits::idle_timeout`] between requests. Past [`Limits::max_connections`], a new
-//! connection is answered 503 and closed at once. A request whose body a proxy could
-//! delimit otherwise (`Content-Length` with `Transfer-Encoding`, a `Transfer-Encoding` other
-//! than `chunked`) is answered 400 and its connection closed before the app sees it
-//! (`framing.rs`).
+//! poem's own `Server` has an inactivity timeout only. This one adds a header and an idle
+//! deadline on the socket (`socket.rs`), a body deadline (`body.rs`), a cap on connections
+//! and a backoff when descriptors run out (`accept.rs`), and refuses framing a proxy could
+//! read otherwise (`framing.rs`).
 
 mod accept;
-mod answers;
-mod connection;
+mod body;
 mod framing;
-mod unread;
+mod socket;
 
 use std::future::Future;
 use std::io;
@@ -24,21 +17,20 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
+use poem::endpoint::BoxEndpoint;
 use poem::http::uri::Scheme;
 use poem::web::{LocalAddr, RemoteAddr};
-use poem::{Addr, Endpoint, EndpointExt, Response};
+use poem::{Addr, Endpoint, EndpointExt};
 use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
-pub use answers::AnswerFaults;
-use answers::{AnswerCounter, AnswerOutcome};
-use connection::{Activity, Watched};
-use framing::{AmbiguousFraming, HeadScan};
+use body::KeptBody;
+use socket::{Connection, Socket};
 
 /// How long a client may take, and how many connections it may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,25 +57,22 @@ impl Default for Limits {
     }
 }
 
+/// An answer the app marks with this extension is not sent: the connection closes without
+/// it, as when a network drops a response (the test kit's `drop-answer-every`).
+#[derive(Debug, Clone, Copy)]
+pub struct DropAnswer;
+
 /// A bound listener, ready to serve.
 #[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
     limits: Limits,
-    answers: Option<Arc<AnswerCounter>>,
 }
 
 impl Server {
     /// Listens on `address` (`host:port`).
     pub async fn bind(address: &str, limits: Limits) -> io::Result<Self> {
-        Ok(Self { listener: TcpListener::bind(address).await?, limits, answers: None })
-    }
-
-    /// For harnesses (`memory://?drop-answer-every=N` and the like): what becomes of the
-    /// answers of stored writes, as [`AnswerFaults`] says.
-    #[must_use]
-    pub fn answer_faults(self, faults: AnswerFaults) -> Self {
-        Self { answers: AnswerCounter::new(faults).map(Arc::new), ..self }
+        Ok(Self { listener: TcpListener::bind(address).await?, limits })
     }
 
     /// The address it listens on.
@@ -97,16 +86,18 @@ impl Server {
     where
         E: Endpoint + 'static,
     {
-        let Self { listener, limits, answers } = self;
-        let local = listener.local_addr().ok();
-        let app: Arc<dyn DynApp> = Arc::new(app.map_to_response());
+        let Self { listener, limits } = self;
+        let local = LocalAddr(
+            listener.local_addr().map_or(Addr::Custom("unknown", "".into()), Addr::SocketAddr),
+        );
+        let app = Arc::new(app.map_to_response().boxed());
         let slots = Arc::new(Semaphore::new(limits.max_connections));
         let graceful = GracefulShutdown::new();
-        // HTTP/1.1 only: a connection's clock reads the start of a request from its first
-        // bytes, which HTTP/2's control frames (PING, WINDOW_UPDATE) would fake; HTTP/2 is
-        // the proxy's to speak.
-        let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
-        builder.http1().keep_alive(true);
+        // HTTP/1.1 only: a socket's timer reads the start of a request from its first bytes,
+        // which HTTP/2's control frames (PING, WINDOW_UPDATE) would fake; HTTP/2 is the
+        // proxy's to speak. The socket keeps the header deadline, not hyper.
+        let mut builder = http1::Builder::new();
+        builder.header_read_timeout(None);
         let mut accepting = accept::Accepting::new(limits.max_connections);
         tokio::pin!(shutdown);
         loop {
@@ -120,19 +111,24 @@ impl Server {
                 continue;
             };
             accepting.under_capacity();
-            let activity = Activity::new(limits);
-            let framing = Arc::new(AmbiguousFraming::default());
-            let service = AppService::new(
-                Arc::clone(&app),
-                Arc::clone(&activity),
-                Arc::clone(&framing),
-                answers.clone(),
-                (local, remote),
-            );
-            let scan = HeadScan::new(framing);
-            let io = TokioIo::new(Watched::new(socket, Arc::clone(&activity), scan));
-            let connection = graceful.watch(builder.serve_connection(io, service).into_owned());
-            tokio::spawn(serve(connection, activity, remote, slot));
+            let connection = Arc::new(Connection::default());
+            let service = AppService {
+                app: Arc::clone(&app),
+                connection: Arc::clone(&connection),
+                body_timeout: limits.body_timeout,
+                local: local.clone(),
+                remote: RemoteAddr(Addr::SocketAddr(remote)),
+            };
+            let (read, write) = socket.into_split();
+            let io = TokioIo::new(tokio::io::join(Socket::new(read, connection, limits), write));
+            let service = service_fn(move |req| service.clone().answer(req));
+            let connection = graceful.watch(builder.serve_connection(io, service));
+            tokio::spawn(async move {
+                if let Err(err) = connection.await {
+                    tracing::debug!(%remote, error = %err, "connection ended with an error");
+                }
+                drop(slot);
+            });
         }
         drop(listener);
         if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
@@ -144,102 +140,50 @@ impl Server {
     }
 }
 
-/// One connection, until it ends or its clock runs out.
-async fn serve(
-    connection: impl Future<Output = Result<(), Box<dyn std::error::Error + Send + Sync>>>,
-    activity: Arc<Activity>,
-    remote: SocketAddr,
-    _slot: OwnedSemaphorePermit,
-) {
-    tokio::select! {
-        ended = connection => {
-            if let Err(err) = ended {
-                tracing::debug!(%remote, error = %err, "connection ended with an error");
-            }
-        }
-        phase = activity.expired() => {
-            tracing::debug!(%remote, reason = phase.reason(), "connection closed");
-        }
-    }
-}
-
-/// The app behind a pointer, as every connection's service calls it.
-trait DynApp: Send + Sync {
-    fn call(&self, req: poem::Request) -> BoxFuture<'_, Response>;
-}
-
-impl<E: Endpoint<Output = Response>> DynApp for E {
-    fn call(&self, req: poem::Request) -> BoxFuture<'_, Response> {
-        Box::pin(self.get_response(req))
-    }
-}
-
 /// The hyper service of one connection: each request goes to the app as poem's server
-/// would hand it, its body on the connection's clock, unless its framing is refused.
+/// would hand it, its body on a deadline, unless its framing is refused.
 #[derive(Clone)]
 struct AppService {
-    app: Arc<dyn DynApp>,
-    activity: Arc<Activity>,
-    /// What the connection's socket saw of its header blocks.
-    framing: Arc<AmbiguousFraming>,
-    /// Only with [`AnswerFaults`].
-    answers: Option<Arc<AnswerCounter>>,
+    app: Arc<BoxEndpoint<'static>>,
+    connection: Arc<Connection>,
+    body_timeout: Duration,
     local: LocalAddr,
     remote: RemoteAddr,
 }
 
 type ResponseBody = http_body_util::combinators::BoxBody<bytes::Bytes, io::Error>;
 
-impl AppService {
-    fn new(
-        app: Arc<dyn DynApp>,
-        activity: Arc<Activity>,
-        framing: Arc<AmbiguousFraming>,
-        answers: Option<Arc<AnswerCounter>>,
-        (local, remote): (Option<SocketAddr>, SocketAddr),
-    ) -> Self {
-        let local = LocalAddr(local.map_or(Addr::Custom("unknown", "".into()), Addr::SocketAddr));
-        let remote = RemoteAddr(Addr::SocketAddr(remote));
-        Self { app, activity, framing, answers, local, remote }
-    }
+/// A request left unanswered: hyper closes a connection whose service fails, writing nothing.
+#[derive(Debug, thiserror::Error)]
+enum Unanswered {
+    #[error("the request body did not arrive within the body timeout")]
+    BodyTimedOut,
+    #[error("the answer was dropped on purpose (drop-answer-every)")]
+    Dropped,
 }
 
-/// The answer was dropped on purpose: the connection closes without it.
-#[derive(Debug, thiserror::Error)]
-#[error("the answer was dropped on purpose (drop-answer-every)")]
-pub struct AnswerDropped;
-
-impl hyper::service::Service<hyper::Request<Incoming>> for AppService {
-    type Response = hyper::Response<ResponseBody>;
-    type Error = AnswerDropped;
-    type Future = BoxFuture<'static, Result<Self::Response, AnswerDropped>>;
-
-    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        let Self { app, activity, framing, answers, local, remote } = self.clone();
-        Box::pin(async move {
-            let _request = activity.begin_request();
-            let mut req = poem::Request::from((req, local, remote, Scheme::HTTP));
-            if let Some(reason) = framing::refused(req.headers(), &framing) {
-                // Nothing of the body is read: where it ends is what is in doubt.
-                return Ok(framing::refusal(&req, reason).into());
+impl AppService {
+    async fn answer(
+        self,
+        req: hyper::Request<Incoming>,
+    ) -> Result<hyper::Response<ResponseBody>, Unanswered> {
+        let _in_flight = self.connection.begin_request();
+        let mut req = poem::Request::from((req, self.local, self.remote, Scheme::HTTP));
+        if let Some(reason) = framing::refused(req.headers(), &self.connection) {
+            // Nothing of the body is read: where it ends is what is in doubt.
+            return Ok(framing::refusal(&req, reason).into());
+        }
+        let kept = KeptBody::take(&mut req, self.body_timeout);
+        let mut response = self.app.get_response(req).await;
+        if response.extensions().get::<DropAnswer>().is_some() {
+            return Err(Unanswered::Dropped);
+        }
+        if let Some(kept) = kept {
+            if kept.timed_out() {
+                return Err(Unanswered::BodyTimedOut);
             }
-            let body = req.take_body();
-            let (body, unread) = activity.time_body(req.headers(), body);
-            req.set_body(body);
-            let method = answers.as_ref().map(|_| req.method().clone());
-            let mut response = app.call(req).await;
-            if let (Some(answers), Some(method)) = (&answers, method) {
-                match answers.outcome(&method, &response).await {
-                    // hyper closes a connection whose service fails, writing nothing.
-                    AnswerOutcome::Dropped => return Err(AnswerDropped),
-                    AnswerOutcome::Unavailable => response = answers::unavailable(&response),
-                    AnswerOutcome::Sent => {}
-                }
-            }
-            if let Some(unread) = unread {
-                unread.read_away(response.headers_mut()).await;
-            }
-            Ok(response.into())
-        })
+            kept.read_away(response.headers_mut()).await;
+        }
+        Ok(response.into())
     }
 }

@@ -4,16 +4,18 @@
 //! network drops a response), replaced by a 503 (as when a commit's acknowledgement is lost),
 //! or held back a while (as a slow network would). A client tests that its retry with the same
 //! `Idempotency-Key` gets the stored answer (`Idempotent-Replayed: true`) and adds nothing.
-//! Only a server given such faults ([`super::Server::answer_faults`]) looks at an answer.
+//! Only an app given such faults ([`AnswerFaults::around`]) looks at an answer.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use animal_store_api::IDEMPOTENT_REPLAYED;
+use animal_store_api::error::{ApiError, ErrorCode};
+use animal_store_api::server::DropAnswer;
+use poem::endpoint::BoxEndpoint;
 use poem::http::{HeaderValue, Method, header};
-use poem::{IntoResponse as _, Response};
-
-use crate::error::{ApiError, ErrorCode};
-use crate::idempotency::IDEMPOTENT_REPLAYED;
+use poem::{Endpoint, EndpointExt as _, IntoResponse as _, Response};
 
 /// What happens to the answers of stored writes: the writes a harness counts are those of a
 /// method other than `GET`, `HEAD` and `OPTIONS` answered with a 2xx that is not a replay,
@@ -28,9 +30,30 @@ pub struct AnswerFaults {
     pub delay: Duration,
 }
 
+impl AnswerFaults {
+    /// `app`, the answers of its stored writes given these faults.
+    pub fn around(self, app: BoxEndpoint<'static>) -> BoxEndpoint<'static> {
+        let Some(counter) = AnswerCounter::new(self).map(Arc::new) else { return app };
+        app.around(move |app, req| {
+            let counter = Arc::clone(&counter);
+            async move {
+                let method = req.method().clone();
+                let mut response = app.get_response(req).await;
+                match counter.outcome(&method, &response).await {
+                    AnswerOutcome::Sent => {}
+                    AnswerOutcome::Dropped => drop(response.extensions_mut().insert(DropAnswer)),
+                    AnswerOutcome::Unavailable => response = unavailable(&response),
+                }
+                Ok(response)
+            }
+        })
+        .boxed()
+    }
+}
+
 /// What becomes of one answer.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum AnswerOutcome {
+enum AnswerOutcome {
     /// Sent as it is.
     Sent,
     /// Not sent: the connection closes.
@@ -41,20 +64,20 @@ pub(super) enum AnswerOutcome {
 
 /// The faults of a server, and its count of stored writes.
 #[derive(Debug)]
-pub(super) struct AnswerCounter {
+struct AnswerCounter {
     faults: AnswerFaults,
     writes: AtomicU64,
 }
 
 impl AnswerCounter {
     /// A count for `faults`; `None` when they ask for nothing.
-    pub(super) fn new(faults: AnswerFaults) -> Option<Self> {
+    fn new(faults: AnswerFaults) -> Option<Self> {
         (faults != AnswerFaults::default()).then(|| Self { faults, writes: AtomicU64::new(0) })
     }
 
     /// What becomes of the `response` to a request of `method`, after the delay it waits;
     /// counts it if it stored something.
-    pub(super) async fn outcome(&self, method: &Method, response: &Response) -> AnswerOutcome {
+    async fn outcome(&self, method: &Method, response: &Response) -> AnswerOutcome {
         let writes = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
         let stored =
             response.status().is_success() && !response.headers().contains_key(IDEMPOTENT_REPLAYED);
@@ -78,7 +101,7 @@ impl AnswerCounter {
 
 /// The 503 that replaces the answer `stored`: the Error of an unavailable store, with
 /// `stored`'s request id, rate-limit and cache headers kept, and nothing of what it carried.
-pub(super) fn unavailable(stored: &Response) -> Response {
+fn unavailable(stored: &Response) -> Response {
     let mut headers = stored.headers().clone();
     let carried = [header::CONTENT_TYPE, header::CONTENT_LENGTH, header::CONTENT_ENCODING];
     for name in carried.into_iter().chain([header::ETAG, header::LOCATION, header::VARY]) {

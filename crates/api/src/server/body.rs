@@ -1,4 +1,8 @@
-//! What a request leaves of its body: read away after the answer, or the connection closes.
+//! A request's body: due within the body timeout of its headers, and read away after the
+//! answer when the handlers left some of it.
+//!
+//! A body that has not arrived by its deadline fails the handlers' read, and the connection
+//! closes with the request unanswered.
 //!
 //! Many answers come before a request's body is read: a 401 or a 429 of the guard, a 415, a
 //! 413 after the first 16 KiB, a 503 of the request timeout. HTTP/1.1 cannot take the next
@@ -13,7 +17,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -21,52 +25,76 @@ use bytes::{Buf, Bytes};
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
-use poem::http::header::CONNECTION;
+use poem::http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use poem::http::{HeaderMap, HeaderValue};
+use tokio::time::Sleep;
 
 /// The most bytes of a body left unread that the server reads away to keep a connection.
 pub const READ_AWAY_LIMIT: usize = 64 * 1024;
 /// How long after the answer is ready the rest of a body may take to arrive.
 pub const READ_AWAY_TIME: Duration = Duration::from_secs(1);
 
-/// A request body, and whether it has been read to its end.
+/// A request body, its deadline, and how far it has been read.
 struct Body {
     inner: BoxBody<Bytes, io::Error>,
+    deadline: Pin<Box<Sleep>>,
     finished: bool,
+    timed_out: bool,
 }
 
 /// The connection's hold on a request's body, whoever reads it.
 pub struct KeptBody(Arc<Mutex<Body>>);
 
 /// The handlers' handle on a request's body: reads go to the body the connection holds.
-pub struct BodyHandle(Arc<Mutex<Body>>);
+struct BodyHandle(Arc<Mutex<Body>>);
+
+fn lock(body: &Mutex<Body>) -> MutexGuard<'_, Body> {
+    body.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 impl KeptBody {
-    /// Holds `body`, and gives the handle to hand the handlers.
-    pub fn hold(body: BoxBody<Bytes, io::Error>) -> (Self, BodyHandle) {
-        let shared = Arc::new(Mutex::new(Body { inner: body, finished: false }));
-        (Self(Arc::clone(&shared)), BodyHandle(shared))
+    /// Takes `req`'s body, if its framing announces one, to arrive within `timeout`, and
+    /// hands the handlers a handle on it.
+    pub fn take(req: &mut poem::Request, timeout: Duration) -> Option<Self> {
+        let headers = req.headers();
+        let announced = headers.contains_key(TRANSFER_ENCODING)
+            || headers.get(CONTENT_LENGTH).is_some_and(|length| length.as_bytes() != b"0");
+        if !announced {
+            return None;
+        }
+        let body = Body {
+            inner: req.take_body().into(),
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            finished: false,
+            timed_out: false,
+        };
+        let kept = Arc::new(Mutex::new(body));
+        req.set_body(poem::Body::from(BoxBody::new(BodyHandle(Arc::clone(&kept)))));
+        Some(Self(kept))
+    }
+
+    /// Whether the body missed its deadline.
+    pub fn timed_out(&self) -> bool {
+        lock(&self.0).timed_out
     }
 
     /// Reads away what the handlers left of the body before `headers` go out, or marks them
     /// `Connection: close` when the rest is too long or too slow to wait for.
     pub async fn read_away(self, headers: &mut HeaderMap) {
         let mut body = {
-            let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            if held.finished || http_body::Body::is_end_stream(&held.inner) {
+            let mut kept = lock(&self.0);
+            if kept.finished || http_body::Body::is_end_stream(&kept.inner) {
                 return;
             }
-            std::mem::take(&mut held.inner)
+            std::mem::take(&mut kept.inner)
         };
         let read = tokio::time::timeout(READ_AWAY_TIME, async {
             let mut total = 0usize;
             while let Some(frame) = body.frame().await {
                 let Ok(frame) = frame else { return false };
-                if let Some(data) = frame.data_ref() {
-                    total = total.saturating_add(data.remaining());
-                    if total > READ_AWAY_LIMIT {
-                        return false;
-                    }
+                total = total.saturating_add(frame.data_ref().map_or(0, Buf::remaining));
+                if total > READ_AWAY_LIMIT {
+                    return false;
                 }
             }
             true
@@ -86,20 +114,28 @@ impl http_body::Body for BodyHandle {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        let mut body = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let frame = Pin::new(&mut body.inner).poll_frame(cx);
-        if let Poll::Ready(None) = frame {
-            body.finished = true;
+        let mut body = lock(&self.0);
+        let body = &mut *body;
+        match Pin::new(&mut body.inner).poll_frame(cx) {
+            Poll::Ready(None) => {
+                body.finished = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending if body.deadline.as_mut().poll(cx).is_ready() => {
+                body.timed_out = true;
+                let late = "the request body did not arrive within the body timeout";
+                Poll::Ready(Some(Err(io::Error::new(io::ErrorKind::TimedOut, late))))
+            }
+            frame => frame,
         }
-        frame
     }
 
     fn is_end_stream(&self) -> bool {
-        let body = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let body = lock(&self.0);
         body.finished || http_body::Body::is_end_stream(&body.inner)
     }
 
     fn size_hint(&self) -> SizeHint {
-        http_body::Body::size_hint(&self.0.lock().unwrap_or_else(PoisonError::into_inner).inner)
+        http_body::Body::size_hint(&lock(&self.0).inner)
     }
 }
