@@ -19,16 +19,19 @@
 //! - An operation's lifecycle: a deprecated operation's `Deprecation`, `Sunset` and `Link`,
 //!   and a beta or experimental operation's `API-Stability`, on every one of its responses,
 //!   the 401s and 429s of the layers inside included.
+//! - A request the server refused before the app ([`Refused`]: its framing) gets its 400
+//!   here with `Connection: close`, and no layer inside runs.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use animal_store_domain::excerpt;
 use poem::http::{HeaderName, HeaderValue, StatusCode, header};
-use poem::{Request, Response};
+use poem::{IntoResponse as _, Request, Response};
 use tracing::Instrument;
 
 use super::{Next, respond};
+use crate::error::ApiError;
 use crate::published;
 use crate::routes::{Resolved, RouteEntry, RouteTable};
 use crate::state::AppState;
@@ -36,6 +39,10 @@ use crate::telemetry::{RequestMetrics, method_label};
 
 /// The header that says how far an operation may still change (`beta`, `experimental`).
 pub const API_STABILITY: HeaderName = HeaderName::from_static("api-stability");
+
+/// Why the server refused a request before the app, put on the request.
+#[derive(Debug, Clone, Copy)]
+pub struct Refused(pub &'static str);
 
 /// Resolves the route, then answers through the layers inside and gives the answer what
 /// every response carries, recording the request (see the module's documentation).
@@ -73,12 +80,18 @@ pub async fn envelope(next: Next, mut req: Request) -> poem::Result<Response> {
         req.extensions_mut().insert(resolved);
     }
     let started = Instant::now();
-    let mut response = respond(&next, req).instrument(span.clone()).await;
+    let refused = req.extensions_mut().remove::<Refused>();
+    let mut response = match refused {
+        Some(Refused(reason)) => ApiError::invalid_request(reason).into_response(),
+        None => respond(&next, req).instrument(span.clone()).await,
+    };
     drop(active);
     let status = response.status();
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     span.in_scope(|| {
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Some(Refused(reason)) = refused {
+            tracing::info!(status = 400, reason, "request refused: ambiguous framing");
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
             tracing::warn!(status = status.as_u16(), latency_us, "request refused: unavailable");
         } else if status.is_server_error() {
             tracing::error!(status = status.as_u16(), latency_us, "request failed");
@@ -104,7 +117,7 @@ pub async fn envelope(next: Next, mut req: Request) -> poem::Result<Response> {
     if let Some(vary) = vary {
         headers.insert(header::VARY, HeaderValue::from_static(vary));
     }
-    if draining {
+    if draining || refused.is_some() {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     if let Some(value) =

@@ -42,7 +42,7 @@ use poem::endpoint::BoxEndpoint;
 use poem::{Endpoint as _, Request, Response};
 
 pub use check::{MAX_BODY_BYTES, check_request};
-pub use envelope::{API_STABILITY, Kind, cache_headers, envelope, request_id};
+pub use envelope::{API_STABILITY, Kind, Refused, cache_headers, envelope};
 pub use guard::guard;
 pub use idempotency_keys::idempotency_keys;
 pub use representation::{COMPRESS_FROM, representations};

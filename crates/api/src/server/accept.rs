@@ -1,6 +1,6 @@
-//! The accept loop's troubles: a process out of file descriptors, and a server at its
-//! connection limit. Each is logged once when it begins and once when it ends, however
-//! many connections it touches.
+//! The accept loop's troubles, each logged once when it begins and once when it ends,
+//! however many connections it touches: a process out of file descriptors, and a server at
+//! its connection limit.
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,10 +10,6 @@ use tokio::net::TcpStream;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::telemetry::{ACCEPT_BACKOFFS, CONNECTIONS_REFUSED};
-
-/// How long the loop waits before accepting again when the process is out of descriptors:
-/// retrying at once would spin a core while nothing can be accepted.
-const EXHAUSTED_BACKOFF: Duration = Duration::from_millis(100);
 
 /// The accept loop's state: which trouble it is in, and the answer to a connection over
 /// the limit.
@@ -30,61 +26,54 @@ impl Accepting {
         Self { refusal: refusal(max_connections), exhausted: false, full: false }
     }
 
-    /// The socket `accepted` holds, if any; out of descriptors, waits a little first.
+    /// The socket `accepted` holds, if any. Out of descriptors, it waits 100 ms first:
+    /// retrying at once would spin a core while nothing can be accepted.
     pub async fn accepted(
         &mut self,
         accepted: io::Result<(TcpStream, SocketAddr)>,
     ) -> Option<(TcpStream, SocketAddr)> {
-        match accepted {
-            Ok(socket) => {
-                if std::mem::take(&mut self.exhausted) {
-                    tracing::warn!("accepting connections again");
-                }
-                Some(socket)
+        let err = match accepted {
+            Ok(socket) if std::mem::take(&mut self.exhausted) => {
+                tracing::warn!("accepting connections again");
+                return Some(socket);
             }
-            Err(err) if is_exhaustion(&err) => {
-                if !std::mem::replace(&mut self.exhausted, true) {
-                    tracing::error!(
-                        error = %err,
-                        "cannot accept connections: the process is out of file descriptors or memory; retrying every 100 ms"
-                    );
-                }
-                metrics::counter!(ACCEPT_BACKOFFS).increment(1);
-                tokio::time::sleep(EXHAUSTED_BACKOFF).await;
-                None
-            }
-            Err(err) => {
-                // A connection reset before it was accepted, and the like: that one only.
-                tracing::debug!(error = %err, "a connection failed before it was accepted");
-                None
-            }
+            Ok(socket) => return Some(socket),
+            Err(err) => err,
+        };
+        let exhausted = [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM];
+        if !err.raw_os_error().is_some_and(|code| exhausted.contains(&code)) {
+            // A connection reset before it was accepted, and the like: that one only.
+            tracing::debug!(error = %err, "a connection failed before it was accepted");
+            return None;
         }
-    }
-
-    /// Refuses `socket`, one over the limit: a 503 if its buffer takes it, then the close.
-    pub fn over_capacity(&mut self, socket: &TcpStream) {
-        if !std::mem::replace(&mut self.full, true) {
-            tracing::warn!(
-                "at the connection limit (--max-connections): new connections are refused"
+        if !std::mem::replace(&mut self.exhausted, true) {
+            tracing::error!(
+                error = %err,
+                "cannot accept connections: the process is out of file descriptors or memory; retrying every 100 ms"
             );
         }
-        metrics::counter!(CONNECTIONS_REFUSED).increment(1);
-        // Never waits: a client that does not read its refusal gets the close alone.
-        let _ = socket.try_write(&self.refusal);
+        metrics::counter!(ACCEPT_BACKOFFS).increment(1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        None
     }
 
-    /// A connection was accepted within the limit.
-    pub fn under_capacity(&mut self) {
-        if std::mem::take(&mut self.full) {
-            tracing::warn!("below the connection limit again");
+    /// Whether `socket` is served: it is when `within` the limit; over it, it is answered
+    /// 503 if its buffer takes it, and closed.
+    pub fn admits(&mut self, socket: &TcpStream, within: bool) -> bool {
+        match (within, std::mem::replace(&mut self.full, !within)) {
+            (true, true) => tracing::warn!("below the connection limit again"),
+            (false, false) => tracing::warn!(
+                "at the connection limit (--max-connections): new connections are refused"
+            ),
+            _ => {}
         }
+        if !within {
+            metrics::counter!(CONNECTIONS_REFUSED).increment(1);
+            // Never waits: a client that does not read its refusal gets the close alone.
+            let _ = socket.try_write(&self.refusal);
+        }
+        within
     }
-}
-
-/// Whether an accept failed because the process or the system ran out of a resource,
-/// rather than because of the one connection.
-fn is_exhaustion(err: &io::Error) -> bool {
-    matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
 }
 
 /// The whole HTTP/1.1 answer to a connection over the limit.

@@ -1,19 +1,13 @@
-//! A request's body: due within the body timeout of its headers, and read away after the
-//! answer when the handlers left some of it.
+//! A request's body: due within the body timeout of its headers, else the handlers' read
+//! fails and the connection closes unanswered; and read away after the answer.
 //!
-//! A body that has not arrived by its deadline fails the handlers' read, and the connection
-//! closes with the request unanswered.
-//!
-//! Many answers come before a request's body is read: a 401 or a 429 of the guard, a 415, a
-//! 413 after the first 16 KiB, a 503 of the request timeout. HTTP/1.1 cannot take the next
-//! request on a connection until the last body has been read off it (RFC 9112 §9.6). hyper,
-//! left alone, closes such a connection after the answer without saying so, and a client
-//! that sends its next request on it meets a broken pipe instead of the answer's
-//! `Retry-After`. So the handlers read the body through a [`BodyHandle`] while the
-//! connection keeps the body itself: once the answer is ready, [`KeptBody::read_away`] reads
-//! what is left, up to [`READ_AWAY_LIMIT`] bytes arriving within [`READ_AWAY_TIME`], and the
-//! connection stays open; a longer or slower body gets the answer with `Connection: close`,
-//! and the connection closes after it (`docs/operations.md#slow-and-broken-clients`).
+//! Many answers come before the body is read (a 401, a 429, a 413, a 503 of the request
+//! timeout), and HTTP/1.1 cannot take the next request on a connection until the last body
+//! is off it (RFC 9112 §9.6): hyper would close it silently, and a client's next request
+//! would meet a broken pipe. So the handlers read through a [`BodyHandle`] while the
+//! connection keeps the body, and [`KeptBody::read_away`] reads what is left, up to
+//! [`READ_AWAY_LIMIT`] bytes within [`READ_AWAY_TIME`]; a longer or slower rest gets the
+//! answer with `Connection: close` (`docs/operations.md#slow-and-broken-clients`).
 
 use std::io;
 use std::pin::Pin;

@@ -5,26 +5,22 @@
 //! elsewhere, and takes what follows for the next request: bytes the proxy never checked
 //! reach the service as a request of their own (request smuggling). RFC 9112 §6.3 lets a
 //! server refuse both forms and says the first "ought to be handled as an error"; this
-//! server answers them `400 invalid_request` with `Connection: close`, before the app: no
-//! operation runs, no body is read, and what was pipelined behind them is never read
-//! (`docs/security.md#what-the-service-defends`).
+//! server answers them `400 invalid_request` with `Connection: close` from the outermost
+//! layer: no operation runs, no body is read, and what was pipelined behind them is never
+//! read (`docs/security.md#what-the-service-defends`).
 //!
 //! hyper hides the first form: it reads the body as chunked and leaves `Content-Length` out
-//! of the headers it hands on. So the connection's socket shows each request head it reads
-//! to a [`HeadScan`], and marks the connection when one holds both fields. hyper refuses by itself a `Transfer-Encoding` whose last coding is not `chunked`
-//! (`gzip`, `chunked, gzip`), with a bare `400` and the close; the other lists and repeated
-//! headers (`chunked, chunked`) reach [`refused`].
+//! of the headers it hands on. So the socket shows each request head it reads to a
+//! [`HeadScan`], and marks the connection when one holds both fields. hyper itself refuses a
+//! `Transfer-Encoding` whose last coding is not `chunked` (`gzip`, `chunked, gzip`), with a
+//! bare `400` and the close; other lists and repeated headers reach [`refused`].
 
 use std::sync::atomic::Ordering;
 
-use poem::http::header::{
-    CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, X_CONTENT_TYPE_OPTIONS,
-};
-use poem::http::{HeaderMap, HeaderName, HeaderValue};
-use poem::{IntoResponse, Request, Response};
+use poem::http::HeaderMap;
+use poem::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 
 use super::socket::Connection;
-use crate::error::ApiError;
 
 /// Why a request with both framing fields is refused.
 const BOTH: &str = "the request gives both Content-Length and Transfer-Encoding, which a proxy \
@@ -110,28 +106,6 @@ pub fn refused(headers: &HeaderMap, connection: &Connection) -> Option<&'static 
     (!chunked || codings.next().is_some()).then_some(NOT_CHUNKED)
 }
 
-/// The answer to a request refused for its framing: the Error body, the headers every
-/// answer has (`X-Request-Id`, `nosniff`, `Cache-Control: no-store`), and
-/// `Connection: close`.
-pub fn refusal(req: &Request, reason: &'static str) -> Response {
-    let request_id = crate::middleware::request_id(req);
-    tracing::info!(
-        request_id = %request_id,
-        status = 400,
-        reason,
-        "request refused: ambiguous framing"
-    );
-    let mut response = ApiError::invalid_request(reason).into_response();
-    let headers = response.headers_mut();
-    headers.insert(CONNECTION, HeaderValue::from_static("close"));
-    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if let Ok(value) = HeaderValue::try_from(request_id) {
-        headers.insert(HeaderName::from_static("x-request-id"), value);
-    }
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,7 +147,7 @@ mod tests {
     fn headers(fields: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         for (name, value) in fields {
-            headers.append(*name, HeaderValue::from_static(value));
+            headers.append(*name, poem::http::HeaderValue::from_static(value));
         }
         headers
     }

@@ -29,6 +29,7 @@ use poem::{Addr, Endpoint, EndpointExt};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::middleware::Refused;
 use body::KeptBody;
 use socket::{Connection, Socket};
 
@@ -106,11 +107,10 @@ impl Server {
                 accepted = listener.accept() => accepting.accepted(accepted).await,
             };
             let Some((socket, remote)) = socket else { continue };
-            let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-                accepting.over_capacity(&socket);
+            let slot = Arc::clone(&slots).try_acquire_owned();
+            if !accepting.admits(&socket, slot.is_ok()) {
                 continue;
-            };
-            accepting.under_capacity();
+            }
             let connection = Arc::new(Connection::default());
             let service = AppService {
                 app: Arc::clone(&app),
@@ -153,34 +153,29 @@ struct AppService {
 
 type ResponseBody = http_body_util::combinators::BoxBody<bytes::Bytes, io::Error>;
 
-/// A request left unanswered: hyper closes a connection whose service fails, writing nothing.
-#[derive(Debug, thiserror::Error)]
-enum Unanswered {
-    #[error("the request body did not arrive within the body timeout")]
-    BodyTimedOut,
-    #[error("the answer was dropped on purpose (drop-answer-every)")]
-    Dropped,
-}
-
 impl AppService {
     async fn answer(
         self,
         req: hyper::Request<Incoming>,
-    ) -> Result<hyper::Response<ResponseBody>, Unanswered> {
+    ) -> io::Result<hyper::Response<ResponseBody>> {
         let _in_flight = self.connection.begin_request();
         let mut req = poem::Request::from((req, self.local, self.remote, Scheme::HTTP));
-        if let Some(reason) = framing::refused(req.headers(), &self.connection) {
-            // Nothing of the body is read: where it ends is what is in doubt.
-            return Ok(framing::refusal(&req, reason).into());
-        }
-        let kept = KeptBody::take(&mut req, self.body_timeout);
+        // A refused request's body is not read: where it ends is what is in doubt.
+        let kept = if let Some(reason) = framing::refused(req.headers(), &self.connection) {
+            req.extensions_mut().insert(Refused(reason));
+            None
+        } else {
+            KeptBody::take(&mut req, self.body_timeout)
+        };
         let mut response = self.app.get_response(req).await;
         if response.extensions().get::<DropAnswer>().is_some() {
-            return Err(Unanswered::Dropped);
+            return Err(io::Error::other("the answer was dropped on purpose (drop-answer-every)"));
         }
         if let Some(kept) = kept {
             if kept.timed_out() {
-                return Err(Unanswered::BodyTimedOut);
+                return Err(io::Error::other(
+                    "the request body did not arrive within the body timeout",
+                ));
             }
             kept.read_away(response.headers_mut()).await;
         }
