@@ -62,7 +62,7 @@ fn scenario<'a>(name: &str, instance: &'a Instance) -> (String, Option<&'a Path>
         GZIPPED_PAGE => ("/v1/pets?limit=100".to_owned(), Some(&scripts.gzip)),
         "filtered page" => ("/v1/pets?status=pending&limit=20".to_owned(), None),
         // A cursor 100 pets before the end (its format is the API's own,
-        // crates/api/src/dto/cursor.rs).
+        // crates/api/src/wire/cursor.rs).
         "deep page" => (
             format!("/v1/pets?limit=20&cursor={}", cursor(instance.pets.saturating_sub(100))),
             None,

@@ -1,7 +1,7 @@
 //! The `account` operation: `getRateLimit` (beta), the caller's plan and both windows, as
 //! GitHub's `GET /rate_limit` gives them (`docs/api.md#getratelimit-get-v1rate_limit-beta`).
 //!
-//! It spends none of the key's quota: the guard (`middleware/guard.rs`) only looks at the
+//! It spends none of the key's quota: the guard (`edge/guard.rs`) only looks at the
 //! key's windows, and counts the request under the key's own inquiry quota instead (60 a
 //! minute). The body shows the decision the guard took, so it agrees with the headers.
 
@@ -10,10 +10,10 @@ use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi, Tags};
 
-use crate::auth::BearerKey;
 use crate::error::{ErrorCode, ErrorSet, OperationError};
-use crate::rate_limit::KeyWindows;
-use crate::state::AppState;
+use crate::operations::rate_limit::KeyWindows;
+use crate::operations::state::AppState;
+use crate::wire::auth::BearerKey;
 
 #[derive(Tags)]
 enum Tag {

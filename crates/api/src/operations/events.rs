@@ -7,14 +7,14 @@ use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, OpenApi, Tags};
 
-use crate::auth::BearerKey;
-use crate::dto::duplicates::refuse_repeated_parameters;
-use crate::dto::events::{EventBody, EventIdSchema, EventTypeDto};
-use crate::dto::json::JsonBody;
-use crate::dto::listing::listing;
-use crate::dto::params::{PageSizeSchema, RawParam};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::state::AppState;
+use crate::operations::state::AppState;
+use crate::wire::auth::BearerKey;
+use crate::wire::duplicates::refuse_repeated_parameters;
+use crate::wire::events::{EventBody, EventIdSchema, EventTypeDto};
+use crate::wire::json::JsonBody;
+use crate::wire::listing::listing;
+use crate::wire::params::{PageSizeSchema, RawParam};
 
 #[derive(Tags)]
 enum Tag {

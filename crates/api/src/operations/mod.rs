@@ -3,10 +3,16 @@
 
 mod account;
 mod events;
+pub mod operators;
 mod orders;
 mod pet_errors;
 mod pets;
+pub mod probes;
+pub mod rate_limit;
+pub mod routes;
+pub mod state;
 mod table;
+pub mod telemetry;
 mod webhooks;
 
 pub use account::AccountApi;

@@ -13,17 +13,17 @@ use poem_openapi::payload::Json;
 use poem_openapi::types::ToJSON as _;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
 
-use crate::auth::BearerKey;
-use crate::dto::changes::InventoryBody;
-use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
-use crate::dto::field::ParseContext;
-use crate::dto::json::JsonBody;
-use crate::dto::listing::{listing, next_link};
-use crate::dto::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
-use crate::dto::params::{CursorSchema, IdempotencyKeySchema, PageSizeSchema, RawParam};
 use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::idempotency::{KeyedWrite, replay};
-use crate::state::AppState;
+use crate::operations::state::AppState;
+use crate::wire::auth::BearerKey;
+use crate::wire::changes::InventoryBody;
+use crate::wire::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
+use crate::wire::field::ParseContext;
+use crate::wire::idempotency::{KeyedWrite, replay};
+use crate::wire::json::JsonBody;
+use crate::wire::listing::{listing, next_link};
+use crate::wire::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
+use crate::wire::params::{CursorSchema, IdempotencyKeySchema, PageSizeSchema, RawParam};
 
 #[derive(Tags)]
 enum Tag {

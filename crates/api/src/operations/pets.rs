@@ -8,29 +8,29 @@ use poem::http::{HeaderValue, header};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 
-use crate::dto::changes::PetPatchBody;
-use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
-use crate::dto::json::{MergePatch, PlainJson};
-use crate::etag::{self, NotAnEntityTag};
+use crate::wire::changes::PetPatchBody;
+use crate::wire::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
+use crate::wire::etag::{self, NotAnEntityTag};
+use crate::wire::json::{MergePatch, PlainJson};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiRequest, ApiResponse, OpenApi, Tags};
 
 use super::pet_errors::{
     CreatePetErrors, DeletePetErrors, GetPetErrors, ListPetsErrors, UpdatePetErrors,
 };
-use crate::auth::BearerKey;
-use crate::deprecation::GET_PET;
-use crate::dto::field::ParseContext;
-use crate::dto::json::JsonBody;
-use crate::dto::listing::{listing, next_link};
-use crate::dto::params::{
+use crate::error::{ApiError, ErrorCode, OperationError};
+use crate::operations::state::AppState;
+use crate::wire::auth::BearerKey;
+use crate::wire::deprecation::GET_PET;
+use crate::wire::field::ParseContext;
+use crate::wire::idempotency::{KeyedWrite, replay};
+use crate::wire::json::JsonBody;
+use crate::wire::listing::{listing, next_link};
+use crate::wire::params::{
     CursorSchema, EntityTagsSchema, IdempotencyKeySchema, PageSizeSchema, PetIdsSchema, RawParam,
     RawParams, parse_pet_ids,
 };
-use crate::dto::pets::{NewPetBody, PetBody, PetStatusDto};
-use crate::error::{ApiError, ErrorCode, OperationError};
-use crate::idempotency::{KeyedWrite, replay};
-use crate::state::AppState;
+use crate::wire::pets::{NewPetBody, PetBody, PetStatusDto};
 
 #[derive(Tags)]
 enum Tag {

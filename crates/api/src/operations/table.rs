@@ -7,19 +7,48 @@
 //! the table against the operations poem-openapi generates, so the two cannot drift.
 
 use animal_store_domain::Scope;
-use poem::http::Method;
+use poem::http::{Method, StatusCode};
 
-use crate::deprecation::{Deprecation, GET_PET};
-use crate::stability::Stability;
+use crate::wire::deprecation::{Deprecation, GET_PET};
+use crate::wire::stability::Stability;
 
-/// How the answers of an operation may be kept (`docs/api.md#caching-and-compression`).
+/// How the answers of a route may be kept (RFC 9111; `docs/api.md#caching-and-compression`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caching {
     /// A read whose answers carry an `ETag`, answer `If-None-Match` with 304, and may be
-    /// kept by the client only to be revalidated (`private, no-cache`).
+    /// kept by the client's own cache, which must ask again before each use
+    /// (`private, no-cache`); no shared cache keeps them.
     Revalidated,
-    /// Never kept (`no-store`): writes, and reads with no `ETag`.
+    /// The document and the docs page, the same for everyone: any cache may keep them 5
+    /// minutes, except that the answer to a request with a key carries that key's
+    /// rate-limit headers, so only that client's cache may keep it.
+    Published,
+    /// Never kept (`no-store`): writes, the rate limit, which must be current, reads with no
+    /// `ETag`, the probes and the metrics.
     NoStore,
+}
+
+impl Caching {
+    /// How an answer with `status` may be kept: only a 200 or a 304 as its route says.
+    pub fn answered(self, status: StatusCode) -> Self {
+        if matches!(status, StatusCode::OK | StatusCode::NOT_MODIFIED) {
+            self
+        } else {
+            Self::NoStore
+        }
+    }
+
+    /// `Cache-Control`, and `Vary` where a cache may keep the answer, for a request with
+    /// (`authorized`) or without an `Authorization` header.
+    pub fn headers(self, authorized: bool) -> (&'static str, Option<&'static str>) {
+        let vary = Some("Authorization, Accept-Encoding");
+        match (self, authorized) {
+            (Self::Revalidated, _) => ("private, no-cache", vary),
+            (Self::Published, false) => ("public, max-age=300", vary),
+            (Self::Published, true) => ("private, max-age=300", vary),
+            (Self::NoStore, _) => ("no-store", None),
+        }
+    }
 }
 
 /// One operation of the API.
@@ -64,7 +93,7 @@ impl Operation {
 
     /// Whether it reads the caller's rate limit without spending it.
     pub fn is_inquiry(&self) -> bool {
-        self.id == crate::rate_limit::GET_RATE_LIMIT
+        self.id == crate::operations::rate_limit::GET_RATE_LIMIT
     }
 
     /// The entry of the operation `id`.
@@ -196,7 +225,7 @@ pub static OPERATIONS: [Operation; 19] = [
         ..Operation::READ
     },
     Operation {
-        id: crate::rate_limit::GET_RATE_LIMIT,
+        id: crate::operations::rate_limit::GET_RATE_LIMIT,
         path: "/v1/rate_limit",
         stability: Stability::Beta,
         ..Operation::READ
@@ -205,60 +234,21 @@ pub static OPERATIONS: [Operation; 19] = [
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
-
-    use serde_json::Value;
-
     use super::*;
-    use crate::state::ApiConfig;
 
-    /// The document's operations, each with its method and path.
-    fn documented() -> Vec<(String, Method, String, Value)> {
-        let service = crate::openapi::service(&ApiConfig::default());
-        let document = crate::openapi::document(&service, true);
-        let mut found = Vec::new();
-        for (path, item) in document["paths"].as_object().expect("paths") {
-            for (method, operation) in item.as_object().expect("a path item") {
-                let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("m");
-                let id = operation["operationId"].as_str().expect("an id").to_owned();
-                found.push((id, method, format!("/v1{path}"), operation.clone()));
-            }
-        }
-        found
-    }
-
-    fn declares(operation: &Value, header: &str) -> bool {
-        operation["parameters"].as_array().into_iter().flatten().any(|p| {
-            p["in"] == "header"
-                && p["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(header))
-        })
+    #[test]
+    fn only_revalidated_reads_and_the_documents_may_be_kept() {
+        assert_eq!(Caching::NoStore.headers(true), ("no-store", None));
+        assert_eq!(Caching::NoStore.headers(false), ("no-store", None));
+        assert_eq!(Caching::Revalidated.headers(true).0, "private, no-cache");
+        assert_eq!(Caching::Published.headers(false).0, "public, max-age=300");
+        assert_eq!(Caching::Published.headers(true).0, "private, max-age=300");
     }
 
     #[test]
-    fn the_table_says_what_the_generated_operations_declare() {
-        let documented = documented();
-        let ids = |ids: Vec<&str>| ids.into_iter().map(str::to_owned).collect::<BTreeSet<_>>();
-        assert_eq!(
-            ids(documented.iter().map(|(id, ..)| id.as_str()).collect()),
-            ids(OPERATIONS.iter().map(|op| op.id).collect()),
-            "one entry for each operation"
-        );
-        for (id, method, path, operation) in &documented {
-            let entry = Operation::of(id).expect("an entry");
-            assert_eq!((&entry.method, entry.path), (method, path.as_str()), "{id}");
-            let summary = operation["summary"].as_str().expect("a summary");
-            assert_eq!(Stability::of_summary(summary).0, entry.stability, "{id}: {summary}");
-            assert_eq!(operation["deprecated"] == true, entry.deprecation.is_some(), "{id}");
-            let changes_nothing = *method == Method::GET;
-            assert_eq!(entry.scope, if changes_nothing { Scope::Read } else { Scope::Write });
-            assert_eq!(declares(operation, "Idempotency-Key"), entry.idempotent, "{id}");
-            let revalidated = changes_nothing && declares(operation, "If-None-Match");
-            assert_eq!(revalidated, entry.caching == Caching::Revalidated, "{id}");
-            let types = operation["requestBody"]["content"]
-                .as_object()
-                .map(|content| content.keys().map(String::as_str).collect::<Vec<_>>().join(", "));
-            let patch_types = (*method == Method::PATCH).then_some(types).flatten();
-            assert_eq!(patch_types.as_deref(), entry.patch_types, "{id}");
-        }
+    fn an_answer_is_kept_only_when_it_is_a_200_or_a_304() {
+        assert_eq!(Caching::Revalidated.answered(StatusCode::NOT_MODIFIED), Caching::Revalidated);
+        assert_eq!(Caching::Published.answered(StatusCode::OK), Caching::Published);
+        assert_eq!(Caching::Revalidated.answered(StatusCode::NOT_FOUND), Caching::NoStore);
     }
 }

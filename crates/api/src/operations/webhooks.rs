@@ -9,17 +9,17 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi, Tags};
 
-use crate::auth::BearerKey;
-use crate::dto::cursor::{decode_cursor, encode_cursor};
-use crate::dto::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
-use crate::dto::field::ParseContext;
-use crate::dto::json::JsonBody;
-use crate::dto::params::{CursorSchema, PageSizeSchema, RawParam, parse_page_size};
-use crate::dto::webhooks::{
+use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
+use crate::operations::state::AppState;
+use crate::wire::auth::BearerKey;
+use crate::wire::cursor::{decode_cursor, encode_cursor};
+use crate::wire::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
+use crate::wire::field::ParseContext;
+use crate::wire::json::JsonBody;
+use crate::wire::params::{CursorSchema, PageSizeSchema, RawParam, parse_page_size};
+use crate::wire::webhooks::{
     CreatedEndpointBody, DeliveryBody, EndpointBody, EndpointUpdateBody, NewEndpointBody,
 };
-use crate::error::{ApiError, ErrorCode, ErrorSet, OperationError};
-use crate::state::AppState;
 
 #[derive(Tags)]
 enum Tag {
