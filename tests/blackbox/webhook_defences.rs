@@ -176,14 +176,16 @@ impl Hanging {
     }
 }
 
-/// One owner's 16 endpoints hang; another owner's endpoint gets each event within 2 s, at 2
-/// events a second, from every instance of `servers`.
-async fn fair_deliveries(db: &Db, servers: &[Server]) {
+/// `owners` owners' `endpoints` endpoints each hang; another owner's endpoint gets each event
+/// within 2 s, at 2 events a second, from every instance of `servers`.
+async fn fair_deliveries(db: &Db, servers: &[Server], (owners, endpoints): (usize, usize)) {
     let hanging = Hanging::start().await;
-    let greedy = Client::new(&db.unlimited_key());
-    for n in 0..16 {
-        let url = format!("http://127.0.0.1:{}/hang/{n}", hanging.port);
-        assert_eq!(register(&greedy, &servers[0], &json!({"url": url})).await.status(), 201);
+    for owner in 0..owners {
+        let greedy = Client::new(&db.unlimited_key());
+        for n in 0..endpoints {
+            let url = format!("http://127.0.0.1:{}/hang/{owner}/{n}", hanging.port);
+            assert_eq!(register(&greedy, &servers[0], &json!({"url": url})).await.status(), 201);
+        }
     }
     let fast = Receiver::start(Vec::new()).await;
     let client = Client::new(&db.unlimited_key());
@@ -207,7 +209,7 @@ async fn fair_deliveries(db: &Db, servers: &[Server]) {
 async fn a_hanging_owner_delays_no_other_on_sqlite() {
     let db = Db::sqlite();
     let server = Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS);
-    fair_deliveries(&db, &[server]).await;
+    fair_deliveries(&db, &[server], (1, 16)).await;
 }
 
 #[tokio::test]
@@ -219,7 +221,25 @@ async fn a_hanging_owner_delays_no_other_on_two_postgres_instances() {
         Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS),
         Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS),
     ];
-    fair_deliveries(&db, &servers).await;
+    fair_deliveries(&db, &servers, (1, 16)).await;
+}
+
+/// Eight owners whose 12 receivers each hang would fill the 64 places of a fixed share of
+/// 12 each; an equal share leaves one for another owner.
+#[tokio::test]
+async fn eight_hanging_owners_delay_no_other_on_sqlite() {
+    let db = Db::sqlite();
+    let server = Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS);
+    fair_deliveries(&db, &[server], (8, 12)).await;
+}
+
+#[tokio::test]
+async fn eight_hanging_owners_delay_no_other_on_postgres() {
+    let Some(db) = Db::postgres().await else {
+        return;
+    };
+    let server = Server::start(&db.url, db.path().to_path_buf(), &TEST_FLAGS);
+    fair_deliveries(&db, &[server], (8, 12)).await;
 }
 
 /// Attempts are kept as long as their events and no longer: with a retention of 2 s,

@@ -1,10 +1,11 @@
 //! The delivery worker each instance runs beside its server: it claims the deliveries due,
 //! makes their attempts concurrently, and records what came of them (`docs/webhooks.md`).
 //!
-//! Up to [`IN_FLIGHT`] attempts at once, at most [`PER_OWNER`] of one owner's endpoints' and
-//! [`PER_ENDPOINT`] of one endpoint's: an owner whose receivers hang holds only its own
-//! share, well under the instance's, and the others' deliveries go on; one of its endpoints
-//! that hangs leaves room for its others. Each [`CLOSE_EVERY`], the worker ends the
+//! Up to [`IN_FLIGHT`] attempts at once, shared equally among the owners with deliveries
+//! due: each of N such owners holds at most an (N+1)th, so owners whose receivers hang hold
+//! at most N/(N+1) of them, and another owner's deliveries go on. At most [`PER_ENDPOINT`]
+//! attempts of one endpoint's, and one while its attempts time out, until one is delivered:
+//! an endpoint that hangs leaves its owner's share to its others. Each [`CLOSE_EVERY`], the worker ends the
 //! endpoints whose key's rotation chain ended and drops what waits for endpoints disabled for good;
 //! each endpoint's backlog is held to [`MAX_WAITING`], what is beyond it dropped (both
 //! recorded as `dropped` attempts and counted in [`DROPPED_METRIC`]). Claims
@@ -29,9 +30,6 @@ use tokio::task::JoinSet;
 pub const IN_FLIGHT: usize = 64;
 /// The most attempts in flight to one endpoint.
 pub const PER_ENDPOINT: usize = 8;
-/// The most attempts in flight to one owner's endpoints, all together: well under
-/// [`IN_FLIGHT`], so that owners whose receivers hang leave room for the others.
-pub const PER_OWNER: usize = 12;
 /// How often the worker ends the endpoints whose key's rotation chain ended (see
 /// [`Deliverer::close`]): within a second, as a key's own refusal.
 pub const CLOSE_EVERY: Duration = Duration::from_secs(1);
@@ -192,11 +190,13 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
         }
     }
     let mut attempts: JoinSet<(Attempted, KeyId)> = JoinSet::new();
-    // The attempts in flight, by endpoint and by owner, and the room they leave.
+    // The attempts in flight, by endpoint and by owner, and the room they leave: each claim
+    // shares the slots among the owners with deliveries due.
     let mut in_flight = ClaimLimits {
         count: IN_FLIGHT,
         per_endpoint: PER_ENDPOINT,
-        per_owner: PER_OWNER,
+        per_owner: IN_FLIGHT,
+        slots: IN_FLIGHT,
         ..ClaimLimits::default()
     };
     // When the backlog's gauges are next refreshed, and the backlogs trimmed.
@@ -285,8 +285,8 @@ async fn record(deliverer: &Deliverer, recording: Vec<Attempted>) {
     }
 }
 
-/// Counts an ended attempt off its endpoint and owner, and keeps its outcome for the next
-/// record.
+/// Counts an ended attempt off its endpoint and owner, notes whether its endpoint times
+/// out, and keeps its outcome for the next record.
 fn take(
     ended: Result<(Attempted, KeyId), tokio::task::JoinError>,
     done: &mut Vec<Attempted>,
@@ -294,7 +294,7 @@ fn take(
 ) {
     match ended {
         Ok((attempted, owner)) => {
-            in_flight.release(attempted.endpoint, &owner);
+            in_flight.ended(&attempted, &owner);
             done.push(attempted);
         }
         // A panic, logged by the panic hook; the lease runs out and it is attempted again.

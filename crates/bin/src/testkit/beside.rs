@@ -133,6 +133,10 @@ impl WebhookDeliveries for NoWebhooks {
         Err(no_events())
     }
 
+    async fn owners_due(&self, _now: DateTime<Utc>) -> Result<usize, RepositoryError> {
+        Err(no_events())
+    }
+
     async fn close(&self, _now: DateTime<Utc>, _batch: usize) -> Result<Closed, RepositoryError> {
         Err(no_events())
     }

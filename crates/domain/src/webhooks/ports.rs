@@ -107,6 +107,14 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
         limits: &ClaimLimits,
     ) -> Result<Vec<Due>, RepositoryError>;
 
+    /// How many owners have deliveries due at `now` to enabled endpoints, leased or not:
+    /// those that share the slots of a claim (see [`ClaimLimits::slots`]).
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    async fn owners_due(&self, now: DateTime<Utc>) -> Result<usize, RepositoryError>;
+
     /// Records `attempts`, ending their leases: a delivery is done once delivered or given
     /// up (no next attempt), due again at its next attempt otherwise. An endpoint whose
     /// attempts have all failed for `disable_after` is disabled; one delivered to is

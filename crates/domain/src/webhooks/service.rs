@@ -263,7 +263,8 @@ impl Deliverer {
         Self { deliveries, sender, render, clock, schedule }
     }
 
-    /// Claims deliveries due now within `limits`, for `lease`.
+    /// Claims deliveries due now within `limits`, for `lease`; with [`ClaimLimits::slots`],
+    /// each owner with deliveries due gets an equal share of them.
     ///
     /// # Errors
     ///
@@ -278,7 +279,11 @@ impl Deliverer {
             .ok()
             .and_then(|lease| now.checked_add_signed(lease))
             .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
-        self.deliveries.claim(now, until, limits).await
+        if limits.slots == 0 {
+            return self.deliveries.claim(now, until, limits).await;
+        }
+        let owners = self.deliveries.owners_due(now).await?;
+        self.deliveries.claim(now, until, &limits.shared_among(owners)).await
     }
 
     /// Ends what may no longer be delivered (see [`WebhookDeliveries::close`]): endpoints

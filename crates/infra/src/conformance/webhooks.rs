@@ -1,7 +1,8 @@
 //! The contract of [`WebhookEndpoints`] and [`WebhookDeliveries`]: an owner keeps at most 16
 //! endpoints, sees only its own, and changes or removes them; each event is queued, in its
 //! own transaction, for every enabled endpoint that wants it and whose owner sees it, and
-//! for none registered after it; a claimed delivery is not claimed again while its lease
+//! for none registered after it; the owners with deliveries due are counted, leased or not,
+//! disabled endpoints aside; a claimed delivery is not claimed again while its lease
 //! lasts, nor once delivered or given up; a failed one is due again at its next attempt; an
 //! endpoint failing for long enough is disabled, and enabling it resumes what waits.
 
@@ -113,7 +114,12 @@ async fn queued(stores: &WebhookStores<'_>, alice: EndpointId, bob: EndpointId) 
     let rex = stores.pets.create(new_pet("Rex", 1, PetStatus::Available)).await.expect("add");
     let order = NewOrder { pet_id: rex.id, owner: owner("alice0000000"), at: later(-100) };
     stores.orders.place(order).await.expect("place");
+    let owners_due = |at| stores.deliveries.owners_due(at);
+    assert_eq!(owners_due(later(0)).await.expect("owners"), 2, "alice and bob; not carol");
+    let before = Utc.timestamp_opt(0, 0).single().expect("an instant");
+    assert_eq!(owners_due(before).await.expect("owners"), 0, "nothing due before it was queued");
     let due = claim(stores, later(0), 100).await;
+    assert_eq!(owners_due(later(0)).await.expect("owners"), 2, "leased deliveries count");
     let mut found: Vec<(EndpointId, EventType)> =
         due.iter().map(|d| (d.endpoint.id, d.event.kind)).collect();
     found.sort_unstable();

@@ -330,6 +330,20 @@ impl WebhookDeliveries for MemoryPetRepository {
         Ok(self.shelf().webhooks().sweep(before, batch))
     }
 
+    async fn owners_due(&self, now: DateTime<Utc>) -> Result<usize, RepositoryError> {
+        let mut locked = self.shelf();
+        let hooks = locked.webhooks();
+        let owners: std::collections::HashSet<&KeyId> = hooks
+            .deliveries
+            .values()
+            .filter(|queued| queued.next_attempt_at.is_some_and(|at| at <= now))
+            .filter_map(|queued| hooks.endpoints.get(&queued.endpoint))
+            .filter(|registered| registered.endpoint.status == EndpointStatus::Enabled)
+            .map(|registered| &registered.endpoint.owner)
+            .collect();
+        Ok(owners.len())
+    }
+
     async fn backlog(&self) -> Result<Backlog, RepositoryError> {
         let mut locked = self.shelf();
         let pending = locked.webhooks().deliveries.values();

@@ -25,6 +25,7 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait as _,
 };
 
+use crate::sql::bound::Bound;
 use crate::sql::connection::failure::corrupt;
 use crate::sql::rows::events::to_event;
 use crate::sql::schema::entity::webhook_endpoint as endpoint;
@@ -310,6 +311,22 @@ impl WebhookDeliveries for SeaOrmWebhooks {
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
         self.sweep_attempts(before, batch).await
+    }
+
+    async fn owners_due(&self, now: DateTime<Utc>) -> Result<usize, RepositoryError> {
+        let mut bound = Bound::new(self.readers.get_database_backend());
+        let now = bound.bind(now);
+        let query = bound.statement(format!(
+            "SELECT COUNT(DISTINCT e.owner) AS owners FROM webhook_endpoints e \
+             WHERE e.status = 'enabled' AND EXISTS (SELECT 1 FROM webhook_deliveries d \
+             WHERE d.endpoint_id = e.id AND d.next_attempt_at <= {now})"
+        ));
+        let count = || async {
+            let row = self.readers.query_one_raw(query.clone()).await?;
+            row.map(|row| row.try_get::<i64>("", "owners")).transpose()
+        };
+        let owners = self.reads.read(count).await?.unwrap_or(0);
+        Ok(usize::try_from(owners).unwrap_or(0))
     }
 
     async fn backlog(&self) -> Result<Backlog, RepositoryError> {
