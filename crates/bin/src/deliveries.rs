@@ -1,5 +1,8 @@
-//! The delivery worker each instance runs beside its server: it claims the deliveries due,
-//! makes their attempts concurrently, and records what came of them (`docs/webhooks.md`).
+//! The delivery worker each instance runs beside its server: it queues the deliveries of
+//! the events written since it last looked ([`FAN_OUT_BATCH`] events a write, after their
+//! commit, so that a write costs the same however many endpoints want its event), claims
+//! the deliveries due, makes their attempts concurrently, and records what came of them
+//! (`docs/webhooks.md`).
 //!
 //! Up to [`IN_FLIGHT`] attempts at once, shared equally among the owners with deliveries
 //! due: each of N such owners holds at most an (N+1)th, so owners whose receivers hang hold
@@ -25,6 +28,13 @@ use anyhow::Context as _;
 
 use animal_store_domain::{Attempted, ClaimLimits, Deliverer, KeyId};
 use tokio::task::JoinSet;
+
+/// The most events whose deliveries one write of the worker queues; it writes again at once
+/// while more wait, up to [`FAN_OUT_WRITES`] times a turn.
+pub const FAN_OUT_BATCH: usize = 32;
+/// The most fan-out writes in one turn of the worker, so that claims and records go on
+/// while a backlog of events is fanned out.
+pub const FAN_OUT_WRITES: usize = 8;
 
 /// The most attempts in flight at once.
 pub const IN_FLIGHT: usize = 64;
@@ -219,6 +229,7 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
             trim(deliverer).await;
             trim_at = started + backlog_interval(started.elapsed());
         }
+        fan_out(deliverer).await;
         let free = IN_FLIGHT - attempts.len();
         let worth_it =
             attempts.is_empty() || ended_since_claim >= CLAIM_BATCH || claimed_at.elapsed() >= IDLE;
@@ -270,6 +281,20 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
         if done.len() >= RECORD_BATCH || due {
             first_ended_at = None;
             record(deliverer, std::mem::take(done)).await;
+        }
+    }
+}
+
+/// Queues the deliveries of the events written since the last fan-out, a batch a write.
+async fn fan_out(deliverer: &Deliverer) {
+    for _ in 0..FAN_OUT_WRITES {
+        match deliverer.fan_out(FAN_OUT_BATCH).await {
+            Ok(events) if events == FAN_OUT_BATCH => {}
+            Ok(_) => return,
+            Err(err) => {
+                tracing::warn!(error = %err, "queueing the deliveries of new events failed");
+                return;
+            }
         }
     }
 }

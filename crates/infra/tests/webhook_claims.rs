@@ -37,6 +37,7 @@ async fn queue(db: &Database, count: usize) {
         };
         pets.create(pet).await.expect("add");
     }
+    while db.webhooks().fan_out(100).await.expect("fan out") > 0 {}
 }
 
 #[tokio::test]
@@ -86,6 +87,7 @@ async fn a_delivery_whose_event_is_gone_is_removed() {
         status: animal_store_domain::PetStatus::Available,
     };
     db.pets().create(pet).await.expect("add");
+    hooks.fan_out(100).await.expect("fan out");
     assert_eq!(hooks.backlog().await.expect("backlog").pending, 1);
     let admin = sea_orm::Database::connect(&file.url).await.expect("connect");
     sea_orm::ConnectionTrait::execute_unprepared(&admin, "DELETE FROM events")

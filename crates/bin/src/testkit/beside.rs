@@ -133,6 +133,10 @@ impl WebhookDeliveries for NoWebhooks {
         Err(no_events())
     }
 
+    async fn fan_out(&self, _batch: usize) -> Result<usize, RepositoryError> {
+        Err(no_events())
+    }
+
     async fn owners_due(&self, _now: DateTime<Utc>) -> Result<usize, RepositoryError> {
         Err(no_events())
     }

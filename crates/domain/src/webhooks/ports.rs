@@ -107,6 +107,17 @@ pub trait WebhookDeliveries: Send + Sync + 'static {
         limits: &ClaimLimits,
     ) -> Result<Vec<Due>, RepositoryError>;
 
+    /// Queues the deliveries of up to `batch` events recorded since the last fan-out, each
+    /// for every enabled endpoint that wants it, whose owner sees it, and that was registered
+    /// before it; returns how many events it fanned out (0 once none waits). A write records
+    /// its event only, so that it costs the same however many endpoints want it; its
+    /// deliveries are queued here, after its commit, once, even across a crash.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails; nothing is queued then.
+    async fn fan_out(&self, batch: usize) -> Result<usize, RepositoryError>;
+
     /// How many owners have deliveries due at `now` to enabled endpoints, leased or not:
     /// those that share the slots of a claim (see [`ClaimLimits::slots`]).
     ///

@@ -263,6 +263,16 @@ impl Deliverer {
         Self { deliveries, sender, render, clock, schedule }
     }
 
+    /// Queues the deliveries of up to `batch` events recorded since the last fan-out (see
+    /// [`WebhookDeliveries::fan_out`]); how many events it fanned out.
+    ///
+    /// # Errors
+    ///
+    /// [`RepositoryError`] when the store fails.
+    pub async fn fan_out(&self, batch: usize) -> Result<usize, RepositoryError> {
+        self.deliveries.fan_out(batch).await
+    }
+
     /// Claims deliveries due now within `limits`, for `lease`; with [`ClaimLimits::slots`],
     /// each owner with deliveries due gets an equal share of them.
     ///

@@ -33,6 +33,7 @@ async fn register(stores: &WebhookStores<'_>, owner: &str, path: &str) -> Endpoi
 }
 
 async fn claim(stores: &WebhookStores<'_>, at: DateTime<Utc>, limits: &ClaimLimits) -> Vec<Due> {
+    super::webhooks::fanned_out(stores.deliveries).await;
     stores.deliveries.claim(at, at + LEASE, limits).await.expect("claim")
 }
 
@@ -101,6 +102,7 @@ async fn ended_lines(stores: &WebhookStores<'_>, keys: &dyn ApiKeyStore) {
     ]
     .into();
     stores.pets.create(new_pet("Ended", 1, PetStatus::Available)).await.expect("add");
+    super::webhooks::fanned_out(stores.deliveries).await;
     let at = DateTime::<Utc>::from(now);
     let closed = stores.deliveries.close(at, 100).await.expect("close");
     assert_eq!((closed.endpoints, closed.dropped), (1, 1), "the revoked line only");
@@ -122,6 +124,7 @@ async fn ended_lines(stores: &WebhookStores<'_>, keys: &dyn ApiKeyStore) {
 
     // An operator's disabling: for good, whoever owns it.
     stores.pets.create(new_pet("Waits", 1, PetStatus::Available)).await.expect("add");
+    super::webhooks::fanned_out(stores.deliveries).await;
     let disabled =
         stores.endpoints.disable(ids[0], DisabledReason::Operator).await.expect("disable");
     assert_eq!(disabled.expect("found").disabled_reason, Some(DisabledReason::Operator));
@@ -156,6 +159,7 @@ async fn bounded_backlogs(stores: &WebhookStores<'_>) {
             .await
             .expect("add");
     }
+    super::webhooks::fanned_out(stores.deliveries).await;
     let at = later(300);
     let dropped = stores.deliveries.trim(at, 2, 2).await.expect("trim");
     assert_eq!(dropped, 2, "a batch at a time");

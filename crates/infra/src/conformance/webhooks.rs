@@ -56,7 +56,14 @@ pub(super) fn endpoint(owner_name: &str, path: &str, events: &[&str]) -> NewEndp
 }
 
 async fn claim(stores: &WebhookStores<'_>, at: DateTime<Utc>, count: usize) -> Vec<Due> {
+    fanned_out(stores.deliveries).await;
     stores.deliveries.claim(at, at + LEASE, &limits(count)).await.expect("claim")
+}
+
+/// Queues the deliveries of every event recorded so far, as the worker does after their
+/// commit.
+pub(super) async fn fanned_out(deliveries: &dyn WebhookDeliveries) {
+    while deliveries.fan_out(3).await.expect("fan out") > 0 {}
 }
 
 /// Claims of up to `count` deliveries, as many of one endpoint's and of one owner's.
@@ -114,6 +121,7 @@ async fn queued(stores: &WebhookStores<'_>, alice: EndpointId, bob: EndpointId) 
     let rex = stores.pets.create(new_pet("Rex", 1, PetStatus::Available)).await.expect("add");
     let order = NewOrder { pet_id: rex.id, owner: owner("alice0000000"), at: later(-100) };
     stores.orders.place(order).await.expect("place");
+    fanned_out(stores.deliveries).await;
     let owners_due = |at| stores.deliveries.owners_due(at);
     assert_eq!(owners_due(later(0)).await.expect("owners"), 2, "alice and bob; not carol");
     let before = Utc.timestamp_opt(0, 0).single().expect("an instant");
@@ -214,6 +222,7 @@ async fn disabling(stores: &WebhookStores<'_>, bob: EndpointId) {
     assert_eq!(disabled.status, EndpointStatus::Disabled, "failing for an hour: disabled");
     assert!(claim(stores, later(9000), 100).await.iter().all(|d| d.endpoint.id != bob));
     stores.pets.create(new_pet("Nala", 3, PetStatus::Available)).await.expect("add");
+    fanned_out(stores.deliveries).await;
     let on = EndpointPatch { status: Some(EndpointStatus::Enabled), ..EndpointPatch::default() };
     stores.endpoints.update(&bob_owner, bob, on).await.expect("enable");
     let resumed: Vec<Due> = claim(stores, later(9000), 100)

@@ -330,6 +330,12 @@ impl WebhookDeliveries for MemoryPetRepository {
         Ok(self.shelf().webhooks().sweep(before, batch))
     }
 
+    /// Nothing waits: the memory store queues an event's deliveries as it records it, under
+    /// the one lock, which costs no database write.
+    async fn fan_out(&self, _batch: usize) -> Result<usize, RepositoryError> {
+        Ok(0)
+    }
+
     async fn owners_due(&self, now: DateTime<Utc>) -> Result<usize, RepositoryError> {
         let mut locked = self.shelf();
         let hooks = locked.webhooks();

@@ -191,6 +191,7 @@ async fn webhooks_join_a_database_with_events(url: &str) {
         ..before
     };
     let added = db.pets().create(after).await.expect("a pet after the endpoint");
+    animal_store_domain::WebhookDeliveries::fan_out(&hooks, 10).await.expect("fan out");
     let later = chrono::DateTime::from_timestamp(4_000_000_000, 0).expect("an instant");
     let due = animal_store_domain::WebhookDeliveries::claim(
         &hooks,
@@ -270,5 +271,86 @@ async fn events_by_type_on_a_database_with_webhooks_on_sqlite() {
 async fn events_by_type_on_a_database_with_webhooks_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         events_by_type_on_a_database_with_webhooks(&url).await;
+    }
+}
+
+/// `m20261202_000012_fan_out` on a database whose events the binary before queued in their
+/// writes' transactions: none of them is queued again, an event written after the upgrade
+/// is queued once for the endpoint registered before it, and an endpoint registered after
+/// the upgrade gets only the events after it.
+async fn deliveries_fan_out_after_the_upgrade(url: &str) {
+    let object = r#"{"kind":"pet","id":1,"name":"Old Rex","category_id":1,"status":"available"}"#;
+    let events = format!(
+        "INSERT INTO events (id, event_type, owner, created_at, object) VALUES \
+         (1, 'pet.created', NULL, '2027-01-15 08:00:00+00:00', '{object}'), \
+         (2, 'pet.updated', NULL, '2027-01-15 08:00:01+00:00', '{object}')"
+    );
+    let counter =
+        if url.starts_with("sqlite") { "SELECT 1" } else { "UPDATE event_counter SET last_id = 2" };
+    let seed = [
+        "INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 1, 'available')",
+        events.as_str(),
+        counter,
+        "INSERT INTO webhook_endpoints (owner, url, events, status, secret, created_at) \
+         VALUES ('oldkey000001', 'https://hooks.example.com/', '*', 'enabled', \
+         'whsec_MfKQ9r3Dvpn1c8bT2yJ0sL7aWx4eUh6Z', '2027-01-15 08:00:00+00:00')",
+        "INSERT INTO webhook_deliveries \
+         (endpoint_id, event_id, attempts, next_attempt_at, leased_until, created_at) \
+         VALUES (1, 2, 0, '2027-01-15 08:00:01+00:00', NULL, '2027-01-15 08:00:01+00:00')",
+    ];
+    let db = upgraded(url, 11, &seed).await;
+    let hooks = db.webhooks();
+    let fan_out = |batch| animal_store_domain::WebhookDeliveries::fan_out(&hooks, batch);
+    assert_eq!(fan_out(10).await.expect("fan out"), 0, "the old events were queued");
+    let pet = |name: &str| animal_store_domain::NewPet {
+        name: animal_store_domain::PetName::new(name).expect("a name"),
+        category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+        status: PetStatus::Available,
+    };
+    db.pets().create(pet("New")).await.expect("a pet after the upgrade");
+    let newcomer = animal_store_domain::NewEndpoint {
+        owner: KeyId::new("newkey000001").expect("an id"),
+        url: animal_store_domain::WebhookUrl::parse("https://hooks.example.com/n", false)
+            .expect("an address"),
+        events: animal_store_domain::EventSelection::EVERY,
+        secret: animal_store_domain::WebhookSecret::generate(),
+        at: chrono::Utc::now(),
+    };
+    let newcomer = animal_store_domain::WebhookEndpoints::create(&hooks, newcomer).await;
+    let newcomer = newcomer.expect("register").id;
+    db.pets().create(pet("Newer")).await.expect("a pet after the new endpoint");
+    assert_eq!(fan_out(10).await.expect("fan out"), 2);
+    assert_eq!(fan_out(10).await.expect("fan out"), 0, "each event once");
+    let later = chrono::DateTime::from_timestamp(4_000_000_000, 0).expect("an instant");
+    let limits = animal_store_domain::ClaimLimits {
+        count: 10,
+        per_endpoint: 10,
+        per_owner: 10,
+        ..Default::default()
+    };
+    let due = animal_store_domain::WebhookDeliveries::claim(
+        &hooks,
+        later,
+        later + chrono::Duration::seconds(60),
+        &limits,
+    )
+    .await
+    .expect("claim");
+    let mut got: Vec<(i64, i64)> =
+        due.iter().map(|d| (d.endpoint.id.get(), d.event.id.get())).collect();
+    got.sort_unstable();
+    assert_eq!(got, [(1, 2), (1, 3), (1, 4), (newcomer.get(), 4)]);
+    db.close().await;
+}
+
+#[tokio::test]
+async fn deliveries_fan_out_after_the_upgrade_on_sqlite() {
+    deliveries_fan_out_after_the_upgrade(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn deliveries_fan_out_after_the_upgrade_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        deliveries_fan_out_after_the_upgrade(&url).await;
     }
 }

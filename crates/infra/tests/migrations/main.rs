@@ -29,7 +29,8 @@ fn every_migration_after_the_first_has_an_upgrade_test() {
             "m20261126_000008_key_scopes",
             "m20261126_000009_events",
             "m20261126_000010_webhooks",
-            "m20261128_000011_webhook_hardening"
+            "m20261128_000011_webhook_hardening",
+            "m20261202_000012_fan_out"
         ]
     );
 }

@@ -1,6 +1,7 @@
 //! The rows of the `events` table: an event written by the writer as the last statement of
-//! each transaction, beside the changes it reports (see [`job`](crate::sql::writer::job)), with its
-//! deliveries queued in the same statement; and the event a row holds.
+//! each transaction, beside the changes it reports (see [`job`](crate::sql::writer::job));
+//! and the event a row holds. Its deliveries are queued after the commit
+//! ([`fan_out`](crate::sql::webhooks::fan_out)).
 //!
 //! # Ids in commit order
 //!
@@ -103,8 +104,7 @@ impl Columns {
 }
 
 /// In `txn`, as its last statement before `COMMIT`: records `events`, in order, with ids
-/// greater than every event's before (see the module's documentation), and queues each for
-/// every enabled webhook endpoint that wants it and whose owner sees it.
+/// greater than every event's before (see the module's documentation).
 pub(crate) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
     if events.is_empty() {
         return Ok(());
@@ -113,11 +113,7 @@ pub(crate) async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Re
     if txn.get_database_backend() == DbBackend::Postgres {
         return txn.execute_raw(postgres(columns)).await.map(drop);
     }
-    let count = columns.len();
-    let done = txn.execute_raw(sqlite_insert(columns)).await?;
-    let last = i64::try_from(done.last_insert_id())
-        .map_err(|_| DbErr::Custom("SQLite returned a row id out of range".to_owned()))?;
-    txn.execute_raw(sqlite_queue(last, count)).await.map(drop)
+    txn.execute_raw(sqlite_insert(columns)).await.map(drop)
 }
 
 /// SQLite: the statement that inserts the events of `columns`.
@@ -132,30 +128,8 @@ fn sqlite_insert(columns: Vec<Columns>) -> Statement {
     event::Entity::insert_many(rows).build(DbBackend::Sqlite)
 }
 
-/// SQLite: the statement that queues the deliveries of the `count` events just inserted,
-/// the last of them `last`: the rows of one statement get consecutive row ids, and no other
-/// write runs meanwhile.
-fn sqlite_queue(last: i64, count: usize) -> Statement {
-    let first = last - i64::try_from(count).unwrap_or(i64::MAX) + 1;
-    let queue = format!("{QUEUE} FROM events AS added {FOR_ENDPOINTS} AND added.id >= ?");
-    Statement::from_sql_and_values(DbBackend::Sqlite, queue, [first.into()])
-}
-
-/// The deliveries of the events `added`, the start of a statement: `INSERT ... SELECT`.
-const QUEUE: &str = "INSERT INTO webhook_deliveries \
-     (endpoint_id, event_id, attempts, next_attempt_at, leased_until, created_at) \
-     SELECT endpoint.id, added.id, 0, added.created_at, NULL, added.created_at";
-
-/// The endpoints each of the events `added` goes to: enabled, whose owner sees it (every
-/// pet event, an order's events to its owner's), which want its type (`*`, or the type
-/// between commas).
-const FOR_ENDPOINTS: &str = "JOIN webhook_endpoints AS endpoint \
-     ON (added.owner IS NULL OR added.owner = endpoint.owner) \
-     WHERE endpoint.status = 'enabled' \
-     AND (endpoint.events = '*' OR endpoint.events LIKE '%,' || added.event_type || ',%')";
-
 /// PostgreSQL: one statement takes the ids from `event_counter`, locking its row until the
-/// transaction ends, inserts the events with them, and queues their deliveries.
+/// transaction ends, and inserts the events with them.
 fn postgres(columns: Vec<Columns>) -> Statement {
     let count = i64::try_from(columns.len()).unwrap_or(i64::MAX);
     let mut values: Vec<Value> = vec![count.into()];
@@ -179,13 +153,11 @@ fn postgres(columns: Vec<Columns>) -> Statement {
         ]);
     }
     let sql = format!(
-        "WITH taken AS (UPDATE event_counter SET last_id = last_id + $1 RETURNING last_id), \
-         added AS (INSERT INTO events (id, event_type, owner, created_at, object) \
+        "WITH taken AS (UPDATE event_counter SET last_id = last_id + $1 RETURNING last_id) \
+         INSERT INTO events (id, event_type, owner, created_at, object) \
              SELECT taken.last_id - $1 + given.n, given.event_type, given.owner, \
                     given.created_at, given.object \
-             FROM taken, (VALUES {}) AS given (n, event_type, owner, created_at, object) \
-             RETURNING id, event_type, owner, created_at) \
-         {QUEUE} FROM added {FOR_ENDPOINTS}",
+             FROM taken, (VALUES {}) AS given (n, event_type, owner, created_at, object)",
         rows.join(", ")
     );
     Statement::from_sql_and_values(DbBackend::Postgres, sql, values)

@@ -226,6 +226,8 @@ pub mod webhook_endpoint {
         /// Why it is disabled: `owner`, `failing`, `operator`, `key_ended`; `None` while
         /// enabled, or disabled by a binary that kept no reason.
         pub disabled_reason: Option<String>,
+        /// The last event recorded when it was registered: it gets only later ones.
+        pub after_event: i64,
     }
 
     /// Endpoints relate to nothing here.

@@ -32,6 +32,7 @@ use crate::sql::schema::entity::webhook_endpoint as endpoint;
 use crate::sql::schema::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
 use crate::sql::webhooks::claims::{Claimed, claim_skip_locked, claim_with_leases};
 use crate::sql::webhooks::endpoints::{SeaOrmWebhooks, owned, to_endpoint};
+use crate::sql::webhooks::fan_out;
 
 fn to_attempt(row: attempt::Model) -> Result<Attempt, RepositoryError> {
     let attempt::Model {
@@ -311,6 +312,14 @@ impl WebhookDeliveries for SeaOrmWebhooks {
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {
         self.sweep_attempts(before, batch).await
+    }
+
+    async fn fan_out(&self, batch: usize) -> Result<usize, RepositoryError> {
+        let waiting = fan_out::waiting(self.readers.get_database_backend());
+        if self.reads.read(|| self.readers.query_one_raw(waiting.clone())).await?.is_none() {
+            return Ok(0);
+        }
+        self.worker_write(move |txn| Box::pin(fan_out::fan_out(txn, batch))).await
     }
 
     async fn owners_due(&self, now: DateTime<Utc>) -> Result<usize, RepositoryError> {

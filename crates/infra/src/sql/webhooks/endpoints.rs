@@ -21,7 +21,7 @@ use crate::sql::connection::failure::{corrupt, in_write};
 use crate::sql::connection::reachability::Reads;
 use crate::sql::rows::insert::insert_one;
 use crate::sql::schema::entity::webhook_endpoint as endpoint;
-use crate::sql::schema::entity::{webhook_attempt as attempt, webhook_delivery as delivery};
+use crate::sql::schema::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
 use crate::sql::webhooks::claims::Leases;
 use crate::sql::writer::job::Writer;
 
@@ -44,6 +44,7 @@ pub(crate) fn to_endpoint(row: endpoint::Model) -> Result<Endpoint, RepositoryEr
         secret,
         created_at,
         failing_since: _,
+        after_event: _,
         disabled_reason,
     } = row;
     let bad = |e: &dyn std::fmt::Display| corrupt("webhook_endpoints", e);
@@ -115,6 +116,10 @@ async fn create(
     if count.await? >= u64::try_from(MAX_ENDPOINTS).unwrap_or(u64::MAX) {
         return Ok(Err(CreateEndpointError::TooMany));
     }
+    // The events recorded so far were made before it existed (on PostgreSQL, one whose
+    // transaction still holds the event counter commits after it, and is its).
+    let recorded = event::Entity::find().select_only().column_as(event::Column::Id.max(), "last");
+    let after_event = recorded.into_tuple::<Option<i64>>().one(txn).await?.flatten().unwrap_or(0);
     let row = endpoint::ActiveModel {
         id: NotSet,
         owner: Set(new.owner.as_str().to_owned()),
@@ -125,6 +130,7 @@ async fn create(
         created_at: Set(new.at),
         failing_since: Set(None),
         disabled_reason: Set(None),
+        after_event: Set(after_event),
     };
     let id = insert_one(txn, endpoint::Entity::insert(row).into_query()).await?;
     Ok(Ok(new.registered(EndpointId::new(id))))

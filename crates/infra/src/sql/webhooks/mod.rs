@@ -1,6 +1,7 @@
-//! Webhook endpoints, and the deliveries queued with the events they carry.
+//! Webhook endpoints, and the deliveries fanned out from the events they carry.
 
 pub(crate) mod claims;
 pub(crate) mod deliveries;
 pub(crate) mod endpoints;
 pub(crate) mod ends;
+pub(crate) mod fan_out;
