@@ -297,3 +297,59 @@ async fn attempts_go_with_their_retention() {
     assert_eq!(receiver.received().len(), made, "no retry came after the restart");
     receiver.stop();
 }
+
+/// The median time of `count` createPet calls of `client`'s, one every 10 ms.
+async fn create_median(client: &Client, server: &Server, count: usize) -> Duration {
+    let mut took = Vec::with_capacity(count);
+    for n in 0..count {
+        let started = Instant::now();
+        let created = client
+            .post(
+                &server.url("/v1/pets"),
+                &json!({"name": format!("Pet {n}"), "categoryId": 1}).to_string(),
+            )
+            .await;
+        took.push(started.elapsed());
+        assert_eq!(created.status(), 201);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    took.sort_unstable();
+    took[count / 2]
+}
+
+/// A write costs the same however many endpoints want its event: createPet's median with 50
+/// owners' 16 endpoints each, every one refusing connections, is within 1.5 times its
+/// median with none, on one server.
+async fn a_write_costs_the_same_with_800_endpoints(db: &Db) {
+    let server = Server::start(&db.url, db.path().to_path_buf(), &["--webhooks-allow-private"]);
+    let client = Client::new(&db.unlimited_key());
+    create_median(&client, &server, 50).await;
+    let without = create_median(&client, &server, 150).await;
+    let refusing = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = refusing.local_addr().expect("an address").port();
+    drop(refusing);
+    for owner in 0..50 {
+        let subscriber = Client::new(&db.unlimited_key());
+        for n in 0..16 {
+            let url = format!("http://127.0.0.1:{port}/{owner}/{n}");
+            assert_eq!(register(&subscriber, &server, &json!({"url": url})).await.status(), 201);
+        }
+    }
+    let with = create_median(&client, &server, 150).await;
+    assert!(
+        with.as_secs_f64() <= without.as_secs_f64() * 1.5,
+        "createPet's median: {without:?} without endpoints, {with:?} with 800"
+    );
+}
+
+#[tokio::test]
+async fn a_write_costs_the_same_with_800_endpoints_on_sqlite() {
+    a_write_costs_the_same_with_800_endpoints(&Db::sqlite()).await;
+}
+
+#[tokio::test]
+async fn a_write_costs_the_same_with_800_endpoints_on_postgres() {
+    if let Some(db) = Db::postgres().await {
+        a_write_costs_the_same_with_800_endpoints(&db).await;
+    }
+}

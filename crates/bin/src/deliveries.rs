@@ -29,8 +29,9 @@ use anyhow::Context as _;
 use animal_store_domain::{Attempted, ClaimLimits, Deliverer, KeyId};
 use tokio::task::JoinSet;
 
-/// The most events whose deliveries one write of the worker queues; it writes again at once
-/// while more wait, up to [`FAN_OUT_WRITES`] times a turn.
+/// The most events whose deliveries one write of the worker queues (fewer when they would
+/// be more than 1,024 deliveries); it writes again at once while more wait, up to
+/// [`FAN_OUT_WRITES`] times a turn.
 pub const FAN_OUT_BATCH: usize = 32;
 /// The most fan-out writes in one turn of the worker, so that claims and records go on
 /// while a backlog of events is fanned out.
@@ -289,8 +290,8 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
 async fn fan_out(deliverer: &Deliverer) {
     for _ in 0..FAN_OUT_WRITES {
         match deliverer.fan_out(FAN_OUT_BATCH).await {
-            Ok(events) if events == FAN_OUT_BATCH => {}
-            Ok(_) => return,
+            Ok(0) => return,
+            Ok(_) => {}
             Err(err) => {
                 tracing::warn!(error = %err, "queueing the deliveries of new events failed");
                 return;

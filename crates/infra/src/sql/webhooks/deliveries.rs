@@ -69,10 +69,17 @@ pub(crate) async fn forget_events(txn: &DatabaseTransaction, ids: &[i64]) -> Res
     Ok(())
 }
 
+/// On SQLite, the delivery worker's share of the one writer, which the requests' writes wait
+/// for: after a write of the worker's that took `t`, its wait for the writer included, its
+/// next write waits until `(WORKER_SHARE - 1) * t` has passed. Its writes then hold the
+/// writer at most a quarter of the time, and less while the requests keep the writer busy;
+/// a write's median stays where it is however many deliveries wait.
+const WORKER_SHARE: u32 = 4;
+
 impl SeaOrmWebhooks {
     /// Runs `work`, a write of the delivery worker's: on SQLite as a job of the writer, the
-    /// one connection that writes; on PostgreSQL in a transaction of its own on a pooled
-    /// connection. There, instances claim and record beside each other already, and the
+    /// one connection that writes, within the worker's share of it ([`WORKER_SHARE`]); on
+    /// PostgreSQL in a transaction of its own on a pooled connection. There, instances claim and record beside each other already, and the
     /// worker's statements in the writer's transactions would hold up the requests' writes
     /// committed with them (and the lock their events' ids take, see
     /// [`rows::events`](crate::sql::rows::events)) by as many round trips.
@@ -84,7 +91,12 @@ impl SeaOrmWebhooks {
             + 'static,
     {
         if self.readers.get_database_backend() != DbBackend::Postgres {
-            return self.writer.write(work).await;
+            let mut turn = self.worker_turn.lock().await;
+            tokio::time::sleep_until(*turn).await;
+            let started = tokio::time::Instant::now();
+            let written = self.writer.write(work).await;
+            *turn = tokio::time::Instant::now() + started.elapsed() * (WORKER_SHARE - 1);
+            return written;
         }
         let transaction = async {
             let txn = self.readers.begin().await?;

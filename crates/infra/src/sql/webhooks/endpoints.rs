@@ -83,6 +83,8 @@ pub struct SeaOrmWebhooks {
     pub(crate) writer: Writer,
     /// On SQLite, the process's leases of the deliveries it claimed.
     pub(crate) leases: Arc<Leases>,
+    /// On SQLite, when the delivery worker may write next (see `worker_write`).
+    pub(crate) worker_turn: Arc<tokio::sync::Mutex<tokio::time::Instant>>,
 }
 
 impl SeaOrmWebhooks {
@@ -92,7 +94,8 @@ impl SeaOrmWebhooks {
         writer: Writer,
         leases: Arc<Leases>,
     ) -> Self {
-        Self { readers, reads, writer, leases }
+        let worker_turn = Arc::new(tokio::sync::Mutex::new(tokio::time::Instant::now()));
+        Self { readers, reads, writer, leases, worker_turn }
     }
 }
 
