@@ -32,10 +32,10 @@ use tokio::task::JoinSet;
 /// The most events whose deliveries one write of the worker queues (fewer when they would
 /// be more than 1,024 deliveries); it writes again at once while more wait, up to
 /// [`FAN_OUT_WRITES`] times a turn.
-pub const FAN_OUT_BATCH: usize = 32;
+pub const FAN_OUT_BATCH: usize = 1024;
 /// The most fan-out writes in one turn of the worker, so that claims and records go on
 /// while a backlog of events is fanned out.
-pub const FAN_OUT_WRITES: usize = 8;
+pub const FAN_OUT_WRITES: usize = 2;
 
 /// The most attempts in flight at once.
 pub const IN_FLIGHT: usize = 64;

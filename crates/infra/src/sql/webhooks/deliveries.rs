@@ -69,12 +69,40 @@ pub(crate) async fn forget_events(txn: &DatabaseTransaction, ids: &[i64]) -> Res
     Ok(())
 }
 
-/// On SQLite, the delivery worker's share of the one writer, which the requests' writes wait
-/// for: after a write of the worker's that took `t`, its wait for the writer included, its
-/// next write waits until `(WORKER_SHARE - 1) * t` has passed. Its writes then hold the
-/// writer at most a quarter of the time, and less while the requests keep the writer busy;
-/// a write's median stays where it is however many deliveries wait.
+/// On SQLite, the delivery worker's share of the one writer while requests write events
+/// (the last event's id moved since the worker last looked), which wait for the writer too: after a write of the worker's that took `t`, its wait for
+/// the writer included, its next write waits until `(WORKER_SHARE - 1) * t` has passed. Its
+/// writes then hold the writer at most a quarter of the time, and less while the requests
+/// keep the writer busy: a write's median stays where it is however many deliveries wait.
+/// With no event written for [`WRITES_QUIET`], the worker writes at full speed.
 const WORKER_SHARE: u32 = 4;
+/// The most events one fan-out takes on SQLite while requests write events: a short
+/// transaction, which a request's write waits for when it comes in the middle of it.
+const FAN_OUT_WHILE_WRITING: usize = 32;
+/// How long after it last saw a new event the worker keeps to its share.
+const WRITES_QUIET: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// When the delivery worker may write next on SQLite, the last event it saw, and when that
+/// last changed.
+#[derive(Debug)]
+pub(crate) struct WorkerShare {
+    next: tokio::time::Instant,
+    last_event: Option<i64>,
+    events_seen: Option<tokio::time::Instant>,
+}
+
+impl WorkerShare {
+    /// Whether requests write events now: the worker keeps to its share.
+    fn writing(&self) -> bool {
+        self.events_seen.is_some_and(|seen| seen.elapsed() < WRITES_QUIET)
+    }
+}
+
+impl Default for WorkerShare {
+    fn default() -> Self {
+        Self { next: tokio::time::Instant::now(), last_event: None, events_seen: None }
+    }
+}
 
 impl SeaOrmWebhooks {
     /// Runs `work`, a write of the delivery worker's: on SQLite as a job of the writer, the
@@ -91,11 +119,13 @@ impl SeaOrmWebhooks {
             + 'static,
     {
         if self.readers.get_database_backend() != DbBackend::Postgres {
-            let mut turn = self.worker_turn.lock().await;
-            tokio::time::sleep_until(*turn).await;
+            let mut share = self.worker_share.lock().await;
+            if share.writing() {
+                tokio::time::sleep_until(share.next).await;
+            }
             let started = tokio::time::Instant::now();
             let written = self.writer.write(work).await;
-            *turn = tokio::time::Instant::now() + started.elapsed() * (WORKER_SHARE - 1);
+            share.next = tokio::time::Instant::now() + started.elapsed() * (WORKER_SHARE - 1);
             return written;
         }
         let transaction = async {
@@ -327,10 +357,26 @@ impl WebhookDeliveries for SeaOrmWebhooks {
     }
 
     async fn fan_out(&self, batch: usize) -> Result<usize, RepositoryError> {
-        let waiting = fan_out::waiting(self.readers.get_database_backend());
-        if self.reads.read(|| self.readers.query_one_raw(waiting.clone())).await?.is_none() {
+        let positions = fan_out::positions(self.readers.get_database_backend());
+        let read = || async {
+            let row = self.readers.query_one_raw(positions.clone()).await?;
+            let get = |column| row.as_ref().map(|row| row.try_get::<Option<i64>>("", column));
+            Ok::<_, DbErr>((get("last").transpose()?.flatten(), get("fanned").transpose()?.flatten()))
+        };
+        let (last, fanned) = self.reads.read(read).await?;
+        let writing = {
+            let mut share = self.worker_share.lock().await;
+            if share.last_event != last {
+                share.last_event = last;
+                share.events_seen = Some(tokio::time::Instant::now());
+            }
+            share.writing()
+        };
+        if last.unwrap_or(0) <= fanned.unwrap_or(0) {
             return Ok(0);
         }
+        let sqlite = self.readers.get_database_backend() != DbBackend::Postgres;
+        let batch = if sqlite && writing { batch.min(FAN_OUT_WHILE_WRITING) } else { batch };
         self.worker_write(move |txn| Box::pin(fan_out::fan_out(txn, batch))).await
     }
 

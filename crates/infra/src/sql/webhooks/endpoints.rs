@@ -23,6 +23,7 @@ use crate::sql::rows::insert::insert_one;
 use crate::sql::schema::entity::webhook_endpoint as endpoint;
 use crate::sql::schema::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
 use crate::sql::webhooks::claims::Leases;
+use crate::sql::webhooks::deliveries::WorkerShare;
 use crate::sql::writer::job::Writer;
 
 /// An endpoint's event types as stored: `*`, or each type between commas, so that a type is
@@ -83,8 +84,8 @@ pub struct SeaOrmWebhooks {
     pub(crate) writer: Writer,
     /// On SQLite, the process's leases of the deliveries it claimed.
     pub(crate) leases: Arc<Leases>,
-    /// On SQLite, when the delivery worker may write next (see `worker_write`).
-    pub(crate) worker_turn: Arc<tokio::sync::Mutex<tokio::time::Instant>>,
+    /// On SQLite, the delivery worker's share of the writer (see `worker_write`).
+    pub(crate) worker_share: Arc<tokio::sync::Mutex<WorkerShare>>,
 }
 
 impl SeaOrmWebhooks {
@@ -94,8 +95,8 @@ impl SeaOrmWebhooks {
         writer: Writer,
         leases: Arc<Leases>,
     ) -> Self {
-        let worker_turn = Arc::new(tokio::sync::Mutex::new(tokio::time::Instant::now()));
-        Self { readers, reads, writer, leases, worker_turn }
+        let worker_share = Arc::new(tokio::sync::Mutex::new(WorkerShare::default()));
+        Self { readers, reads, writer, leases, worker_share }
     }
 }
 

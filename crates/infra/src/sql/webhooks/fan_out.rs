@@ -12,12 +12,13 @@ use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, Statement}
 
 use crate::sql::bound::Bound;
 
-/// Whether any event waits to be fanned out: a read of one row of the events' index.
-pub(crate) fn waiting(backend: DbBackend) -> Statement {
+/// The last event recorded (`last`), and the last one fanned out (`fanned`): reads of one
+/// row each.
+pub(crate) fn positions(backend: DbBackend) -> Statement {
     Statement::from_string(
         backend,
-        "SELECT id FROM events \
-         WHERE id > (SELECT last_event_id FROM webhook_fan_out WHERE id = 1) LIMIT 1",
+        "SELECT (SELECT MAX(id) FROM events) AS last, \
+         (SELECT last_event_id FROM webhook_fan_out WHERE id = 1) AS fanned",
     )
 }
 
