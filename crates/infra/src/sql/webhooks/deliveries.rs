@@ -361,7 +361,10 @@ impl WebhookDeliveries for SeaOrmWebhooks {
         let read = || async {
             let row = self.readers.query_one_raw(positions.clone()).await?;
             let get = |column| row.as_ref().map(|row| row.try_get::<Option<i64>>("", column));
-            Ok::<_, DbErr>((get("last").transpose()?.flatten(), get("fanned").transpose()?.flatten()))
+            Ok::<_, DbErr>((
+                get("last").transpose()?.flatten(),
+                get("fanned").transpose()?.flatten(),
+            ))
         };
         let (last, fanned) = self.reads.read(read).await?;
         let writing = {
