@@ -33,6 +33,7 @@ use crate::sql::schema::entity::{event, webhook_attempt as attempt, webhook_deli
 use crate::sql::webhooks::claims::{Claimed, claim_skip_locked, claim_with_leases};
 use crate::sql::webhooks::endpoints::{SeaOrmWebhooks, owned, to_endpoint};
 use crate::sql::webhooks::fan_out;
+use crate::sql::webhooks::share::{FAN_OUT_WHILE_WRITING, WORKER_SHARE};
 
 fn to_attempt(row: attempt::Model) -> Result<Attempt, RepositoryError> {
     let attempt::Model {
@@ -69,44 +70,9 @@ pub(crate) async fn forget_events(txn: &DatabaseTransaction, ids: &[i64]) -> Res
     Ok(())
 }
 
-/// On SQLite, the delivery worker's share of the one writer while requests write events
-/// (the last event's id moved since the worker last looked), which wait for the writer too: after a write of the worker's that took `t`, its wait for
-/// the writer included, its next write waits until `(WORKER_SHARE - 1) * t` has passed. Its
-/// writes then hold the writer at most a quarter of the time, and less while the requests
-/// keep the writer busy: a write's median stays where it is however many deliveries wait.
-/// With no event written for [`WRITES_QUIET`], the worker writes at full speed.
-const WORKER_SHARE: u32 = 4;
-/// The most events one fan-out takes on SQLite while requests write events: a short
-/// transaction, which a request's write waits for when it comes in the middle of it.
-const FAN_OUT_WHILE_WRITING: usize = 32;
-/// How long after it last saw a new event the worker keeps to its share.
-const WRITES_QUIET: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// When the delivery worker may write next on SQLite, the last event it saw, and when that
-/// last changed.
-#[derive(Debug)]
-pub(crate) struct WorkerShare {
-    next: tokio::time::Instant,
-    last_event: Option<i64>,
-    events_seen: Option<tokio::time::Instant>,
-}
-
-impl WorkerShare {
-    /// Whether requests write events now: the worker keeps to its share.
-    fn writing(&self) -> bool {
-        self.events_seen.is_some_and(|seen| seen.elapsed() < WRITES_QUIET)
-    }
-}
-
-impl Default for WorkerShare {
-    fn default() -> Self {
-        Self { next: tokio::time::Instant::now(), last_event: None, events_seen: None }
-    }
-}
-
 impl SeaOrmWebhooks {
     /// Runs `work`, a write of the delivery worker's: on SQLite as a job of the writer, the
-    /// one connection that writes, within the worker's share of it ([`WORKER_SHARE`]); on
+    /// one connection that writes, within the worker's share of it (see [`share`](crate::sql::webhooks::share)); on
     /// PostgreSQL in a transaction of its own on a pooled connection. There, instances claim and record beside each other already, and the
     /// worker's statements in the writer's transactions would hold up the requests' writes
     /// committed with them (and the lock their events' ids take, see

@@ -23,7 +23,7 @@ use crate::sql::rows::insert::insert_one;
 use crate::sql::schema::entity::webhook_endpoint as endpoint;
 use crate::sql::schema::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
 use crate::sql::webhooks::claims::Leases;
-use crate::sql::webhooks::deliveries::WorkerShare;
+use crate::sql::webhooks::share::WorkerShare;
 use crate::sql::writer::job::Writer;
 
 /// An endpoint's event types as stored: `*`, or each type between commas, so that a type is

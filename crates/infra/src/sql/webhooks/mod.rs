@@ -5,3 +5,4 @@ pub(crate) mod deliveries;
 pub(crate) mod endpoints;
 pub(crate) mod ends;
 pub(crate) mod fan_out;
+pub(crate) mod share;
