@@ -55,8 +55,9 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub const IDLE: Duration = Duration::from_millis(100);
 /// How many attempts end, while others are in flight, before the worker claims more.
 pub const CLAIM_BATCH: usize = 16;
-/// How long the worker waits, once an attempt ends, for others to end with it: the pace of
-/// its turns, which bounds the work the deliveries make the database do beside the requests.
+/// How long the worker waits, once an attempt ends, for others to end with it (no longer once
+/// none is left in flight): the pace of its turns, which bounds the work the deliveries make
+/// the database do beside the requests.
 pub const GATHER: Duration = Duration::from_millis(5);
 /// How long a stopping worker waits for the outcomes it still holds to be recorded.
 pub const RECORD_AT_STOP: Duration = Duration::from_secs(5);
@@ -269,7 +270,13 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
         let until = first_ended_at.map_or(IDLE, |at| RECORD_EVERY.saturating_sub(at.elapsed()));
         if let Ok(Some(ended)) = tokio::time::timeout(until, attempts.join_next()).await {
             take(ended, done, &mut in_flight);
-            tokio::time::sleep(GATHER).await;
+            // The others that end within the gathering time end with it: one turn for all.
+            let gathered = tokio::time::Instant::now() + GATHER;
+            while let Ok(Some(ended)) =
+                tokio::time::timeout_at(gathered, attempts.join_next()).await
+            {
+                take(ended, done, &mut in_flight);
+            }
         }
         while let Some(ended) = attempts.try_join_next() {
             take(ended, done, &mut in_flight);
