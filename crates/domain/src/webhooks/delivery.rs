@@ -187,7 +187,8 @@ pub struct ClaimLimits {
     pub count: usize,
     /// The most attempts of one endpoint's in flight.
     pub per_endpoint: usize,
-    /// The most attempts of one owner's in flight, all its endpoints together.
+    /// The most attempts of one owner's in flight, all its endpoints together; with
+    /// [`ClaimLimits::slots`], each claim sets it to the owners' share.
     pub per_owner: usize,
     /// The attempts an instance has in flight at most. When not 0, [`Deliverer::claim`]
     /// shares them equally: each of the N owners with deliveries due gets at most a
@@ -243,9 +244,15 @@ impl ClaimLimits {
         if self.room(endpoint, owner) == 0 {
             return false;
         }
+        self.hold(endpoint, owner);
+        true
+    }
+
+    /// Counts one more attempt of `endpoint`'s in flight, owned by `owner`, as a claim made
+    /// within these limits gave it.
+    pub fn hold(&mut self, endpoint: EndpointId, owner: &KeyId) {
         *self.endpoints.entry(endpoint).or_default() += 1;
         *self.owners.entry(owner.clone()).or_default() += 1;
-        true
     }
 
     /// Gives back the room an attempt of `endpoint`'s, owned by `owner`, took, once it ended.

@@ -8,10 +8,10 @@
 //! due: each of N such owners holds at most an (N+1)th, so owners whose receivers hang hold
 //! at most N/(N+1) of them, and another owner's deliveries go on. At most [`PER_ENDPOINT`]
 //! attempts of one endpoint's, and one while its attempts time out, until one is delivered:
-//! an endpoint that hangs leaves its owner's share to its others. Each [`CLOSE_EVERY`], the worker ends the
+//! an endpoint that hangs leaves its owner's share to its others. Each [`CLOSE_EVERY`](upkeep::CLOSE_EVERY), the worker ends the
 //! endpoints whose key's rotation chain ended and drops what waits for endpoints disabled for good;
-//! each endpoint's backlog is held to [`MAX_WAITING`], what is beyond it dropped (both
-//! recorded as `dropped` attempts and counted in [`DROPPED_METRIC`]). Claims
+//! each endpoint's backlog is held to [`MAX_WAITING`](upkeep::MAX_WAITING), what is beyond it dropped (both
+//! recorded as `dropped` attempts and counted in [`DROPPED_METRIC`](upkeep::DROPPED_METRIC)). Claims
 //! and records are writes, and the writer is shared with the requests: the worker claims
 //! for a batch of room ([`CLAIM_BATCH`] attempts ended, or [`IDLE`] passed), and records
 //! outcomes in batches: once [`RECORD_BATCH`] have ended, once the first of them ended
@@ -29,6 +29,13 @@ use anyhow::Context as _;
 use animal_store_domain::{Attempted, ClaimLimits, Deliverer, KeyId};
 use tokio::task::JoinSet;
 
+mod upkeep;
+
+pub use upkeep::describe_metrics;
+use upkeep::{
+    BACKLOG_EVERY, CLOSE_EVERY, DELIVERIES_METRIC, backlog_interval, close, report_backlog, trim,
+};
+
 /// The most events whose deliveries one write of the worker queues (fewer when they would
 /// be more than 1,024 deliveries); it writes again at once while more wait, up to
 /// [`FAN_OUT_WRITES`] times a turn.
@@ -41,13 +48,6 @@ pub const FAN_OUT_WRITES: usize = 2;
 pub const IN_FLIGHT: usize = 64;
 /// The most attempts in flight to one endpoint.
 pub const PER_ENDPOINT: usize = 8;
-/// How often the worker ends the endpoints whose key's rotation chain ended (see
-/// [`Deliverer::close`]): within a second, as a key's own refusal.
-pub const CLOSE_EVERY: Duration = Duration::from_secs(1);
-/// The most deliveries that wait for one endpoint; beyond, the soonest due are dropped.
-pub const MAX_WAITING: usize = 10_000;
-/// How many deliveries one write drops at most.
-pub const DROP_BATCH: usize = 500;
 /// How long a claim holds a delivery: longer than an attempt may take (10 s), so that only
 /// an instance that died mid-attempt lets another attempt it again.
 pub const LEASE: Duration = Duration::from_secs(60);
@@ -67,31 +67,6 @@ pub const RECORD_BATCH: usize = 64;
 /// flight: a delivery made is recorded within this time (within a lease, so that a crash in
 /// between makes it again, never loses it).
 pub const RECORD_EVERY: Duration = Duration::from_millis(50);
-
-/// How often a busy worker refreshes the backlog's gauges, at most.
-pub const BACKLOG_EVERY: Duration = Duration::from_secs(5);
-
-/// How long the worker waits before it refreshes the backlog's gauges again, after a read
-/// of the backlog that took `took`: [`BACKLOG_EVERY`], or a hundred times as long as the
-/// read when that is longer. The read counts the deliveries waiting, a scan of their table;
-/// under a backlog of millions, the gauges move less often and cost the database at most a
-/// hundredth of one connection's time.
-fn backlog_interval(took: Duration) -> Duration {
-    Ord::max(BACKLOG_EVERY, took.saturating_mul(100))
-}
-
-/// Deliveries by outcome (`delivered`, `http_error`, `timeout`, `connection_error`,
-/// `refused_address`).
-pub const DELIVERIES_METRIC: &str = "animal_store_webhook_deliveries_total";
-/// Deliveries dropped without an attempt, by reason: `endpoint_disabled` (its key's rotation chain
-/// ended, or an operator disabled it) or `backlog_full`.
-pub const DROPPED_METRIC: &str = "animal_store_webhook_deliveries_dropped_total";
-/// Endpoints the service disabled because their key's rotation chain ended.
-pub const ENDED_METRIC: &str = "animal_store_webhook_endpoints_ended_total";
-/// Deliveries waiting: neither delivered nor given up.
-pub const PENDING_METRIC: &str = "animal_store_webhook_deliveries_pending";
-/// How long the oldest waiting delivery has waited, in seconds.
-pub const OLDEST_METRIC: &str = "animal_store_webhook_oldest_pending_seconds";
 
 /// The niceness of the worker's thread: 19, the lowest priority, below the server's other
 /// threads (which run at the niceness the server was started with, 0 by default).
@@ -170,25 +145,6 @@ fn lower_priority() {
     }
 }
 
-/// Describes the worker's metrics to the recorder.
-pub fn describe_metrics() {
-    metrics::describe_counter!(DELIVERIES_METRIC, "Webhook delivery attempts, by outcome.");
-    metrics::describe_counter!(
-        DROPPED_METRIC,
-        "Webhook deliveries dropped without an attempt, by reason."
-    );
-    metrics::describe_counter!(
-        ENDED_METRIC,
-        "Webhook endpoints disabled because their key's rotation chain has no live key left."
-    );
-    metrics::describe_gauge!(PENDING_METRIC, "Webhook deliveries waiting to be delivered.");
-    metrics::describe_gauge!(
-        OLDEST_METRIC,
-        metrics::Unit::Seconds,
-        "How long the oldest waiting webhook delivery has waited."
-    );
-}
-
 /// Runs the deliveries of `deliverer` until its future is dropped, keeping in `done` the
 /// outcomes that wait to be recorded.
 async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
@@ -207,7 +163,6 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
     let mut in_flight = ClaimLimits {
         count: IN_FLIGHT,
         per_endpoint: PER_ENDPOINT,
-        per_owner: IN_FLIGHT,
         slots: IN_FLIGHT,
         ..ClaimLimits::default()
     };
@@ -242,7 +197,7 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
                 Ok(due) => {
                     for due in due {
                         let owner = due.endpoint.owner.clone();
-                        in_flight.take(due.endpoint.id, &owner);
+                        in_flight.hold(due.endpoint.id, &owner);
                         let deliverer = deliverer.clone();
                         attempts.spawn(async move { (deliverer.attempt(&due).await, owner) });
                     }
@@ -335,60 +290,6 @@ fn take(
     }
 }
 
-/// Ends the endpoints of ended rotation chains, drops what waits for endpoints disabled for
-/// good, and counts it.
-async fn close(deliverer: &Deliverer) {
-    match deliverer.close(DROP_BATCH).await {
-        Ok(closed) => {
-            if closed.endpoints > 0 {
-                tracing::info!(
-                    endpoints = closed.endpoints,
-                    "disabled the webhook endpoints of rotation chains with no live key left"
-                );
-                metrics::counter!(ENDED_METRIC).increment(closed.endpoints);
-            }
-            count_dropped("endpoint_disabled", closed.dropped);
-        }
-        Err(err) => tracing::warn!(error = %err, "ending webhook deliveries failed"),
-    }
-}
-
-/// Holds each endpoint's backlog to [`MAX_WAITING`], and counts what it dropped.
-async fn trim(deliverer: &Deliverer) {
-    match deliverer.trim(MAX_WAITING, DROP_BATCH).await {
-        Ok(0) => {}
-        Ok(dropped) => {
-            tracing::warn!(dropped, "dropped webhook deliveries beyond an endpoint's backlog");
-            count_dropped("backlog_full", u64::try_from(dropped).unwrap_or(u64::MAX));
-        }
-        Err(err) => tracing::warn!(error = %err, "trimming webhook backlogs failed"),
-    }
-}
-
-/// Counts `dropped` deliveries dropped for `reason`.
-fn count_dropped(reason: &'static str, dropped: u64) {
-    if dropped > 0 {
-        metrics::counter!(DELIVERIES_METRIC, "outcome" => "dropped").increment(dropped);
-        metrics::counter!(DROPPED_METRIC, "reason" => reason).increment(dropped);
-    }
-}
-
-/// Sets the backlog's gauges.
-async fn report_backlog(deliverer: &Deliverer) {
-    match deliverer.backlog().await {
-        Ok(backlog) => {
-            #[expect(clippy::cast_precision_loss, reason = "a gauge")]
-            metrics::gauge!(PENDING_METRIC).set(backlog.pending as f64);
-            let waited = backlog
-                .oldest
-                .map(|oldest| (chrono::Utc::now() - oldest).num_milliseconds().max(0));
-            #[expect(clippy::cast_precision_loss, reason = "a gauge")]
-            metrics::gauge!(OLDEST_METRIC).set(waited.unwrap_or(0) as f64 / 1000.0);
-        }
-        Err(err) => tracing::warn!(error = %err, "reading the webhook backlog failed"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     /// The niceness of the calling thread, as Linux reports it.
@@ -398,15 +299,6 @@ mod tests {
         let fields: Vec<&str> =
             stat.rsplit_once(')').expect("a name").1.split_whitespace().collect();
         fields[16].parse().expect("a niceness")
-    }
-
-    #[test]
-    fn the_backlog_is_read_at_most_a_hundredth_of_the_time() {
-        use std::time::Duration;
-        assert_eq!(super::backlog_interval(Duration::from_millis(2)), super::BACKLOG_EVERY);
-        assert_eq!(super::backlog_interval(Duration::from_millis(50)), super::BACKLOG_EVERY);
-        assert_eq!(super::backlog_interval(Duration::from_millis(80)), Duration::from_secs(8));
-        assert_eq!(super::backlog_interval(Duration::MAX), Duration::MAX);
     }
 
     #[test]
