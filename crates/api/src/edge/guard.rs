@@ -45,14 +45,16 @@ pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
         tracing::error!("a request reached the guard without the services: see `app`");
         return Ok(ApiError::internal().into_response());
     };
+    // One deadline for the whole request: the key's lookup and the decision, the key's
+    // bookkeeping and the operation. A database that stalls rather than refuses must not
+    // hold the request past it, however the time falls between them.
     let limit = state.config.request_timeout;
+    let deadline = tokio::time::Instant::now() + limit;
     // The probes and the metrics are outside the API: never counted, never refused.
     if crate::operations::probes::is_for_operators(req.uri().path()) {
-        return Ok(within(limit, &next, req).await);
+        return Ok(within((deadline, limit), respond(&next, req)).await);
     }
-    // The key's lookup and the decision get the request timeout too: a database that stalls
-    // rather than refuses must not hold the request past it.
-    let Ok(decided) = tokio::time::timeout(limit, decide(&state, &req)).await else {
+    let Ok(decided) = tokio::time::timeout_at(deadline, decide(&state, &req)).await else {
         return Ok(timed_out(limit));
     };
     if let Some(metrics) = req.data::<Arc<RequestMetrics>>() {
@@ -85,8 +87,11 @@ pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
             refused
         }
         (Ok(Some(key)), None) => {
-            auth::accept(&state.keys, &mut req, key).await;
-            let response = within(limit, &next, req).await;
+            let answer = async {
+                auth::accept(&state.keys, &mut req, key).await;
+                respond(&next, req).await
+            };
+            let response = within((deadline, limit), answer).await;
             if response.status() == StatusCode::NOT_MODIFIED {
                 // The client had the answer: nothing of the day's quota, which the customer
                 // pays for, is spent; the minute, which protects the service, keeps it.
@@ -95,7 +100,7 @@ pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
             }
             response
         }
-        (Ok(None), None) => within(limit, &next, req).await,
+        (Ok(None), None) => within((deadline, limit), respond(&next, req)).await,
         (Err(err), None) => err.into_response(),
     };
     // An admitted inquiry shows the key's own windows, as its body does.
@@ -103,10 +108,13 @@ pub async fn guard(next: Next, mut req: Request) -> poem::Result<Response> {
     Ok(response)
 }
 
-/// The answer of the layers inside, or a 503 when they take longer than `limit`
+/// `answer`, or a 503 when it is not ready by `deadline`, the end of the request's `limit`
 /// (`ApiConfig::request_timeout`).
-async fn within(limit: std::time::Duration, next: &Next, req: Request) -> Response {
-    tokio::time::timeout(limit, respond(next, req)).await.unwrap_or_else(|_| timed_out(limit))
+async fn within(
+    (deadline, limit): (tokio::time::Instant, std::time::Duration),
+    answer: impl std::future::Future<Output = Response>,
+) -> Response {
+    tokio::time::timeout_at(deadline, answer).await.unwrap_or_else(|_| timed_out(limit))
 }
 
 /// The 503 of a request not answered within `limit`.
