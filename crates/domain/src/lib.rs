@@ -81,9 +81,9 @@ pub use pets::ports::{PetChanges, PetRepository};
 pub use pets::service::{GetPetError, PetListing, PetPage, PetService};
 pub use ports::{Clock, HealthCheck};
 pub use repository_error::{BoxError, RepositoryError};
+pub use webhooks::claim_limits::ClaimLimits;
 pub use webhooks::delivery::{
-    Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, DeliveryId, Due, Outcome,
-    RETRY_WAITS, Schedule,
+    Attempt, AttemptId, Attempted, Backlog, Closed, DeliveryId, Due, Outcome, RETRY_WAITS, Schedule,
 };
 pub use webhooks::model::{
     CreateEndpointError, DisabledReason, Endpoint, EndpointId, EndpointPatch, EndpointStatus,

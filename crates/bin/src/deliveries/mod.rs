@@ -8,15 +8,16 @@
 //! due: each of N such owners holds at most an (N+1)th, so owners whose receivers hang hold
 //! at most N/(N+1) of them, and another owner's deliveries go on. At most [`PER_ENDPOINT`]
 //! attempts of one endpoint's, and one while its attempts time out, until one is delivered:
-//! an endpoint that hangs leaves its owner's share to its others. Each [`CLOSE_EVERY`](upkeep::CLOSE_EVERY), the worker ends the
-//! endpoints whose key's rotation chain ended and drops what waits for endpoints disabled for good;
-//! each endpoint's backlog is held to [`MAX_WAITING`](upkeep::MAX_WAITING), what is beyond it dropped (both
-//! recorded as `dropped` attempts and counted in [`DROPPED_METRIC`](upkeep::DROPPED_METRIC)). Claims
-//! and records are writes, and the writer is shared with the requests: the worker claims
-//! for a batch of room ([`CLAIM_BATCH`] attempts ended, or [`IDLE`] passed), and records
-//! outcomes in batches: once [`RECORD_BATCH`] have ended, once the first of them ended
-//! [`RECORD_EVERY`] ago, or at once when no attempt is left in flight. Idle, it looks for
-//! due deliveries every [`IDLE`].
+//! an endpoint that hangs leaves its owner's share to its others. Each [`CLOSE_EVERY`], the
+//! worker ends the endpoints whose key's rotation chain ended and drops what waits for
+//! endpoints disabled for good; each endpoint's backlog is held to
+//! [`MAX_WAITING`](upkeep::MAX_WAITING), what is beyond it dropped (both recorded as
+//! `dropped` attempts and counted in [`DROPPED_METRIC`](upkeep::DROPPED_METRIC)). Claims and
+//! records are writes, and the writer is shared with the requests: the worker claims for a
+//! batch of room ([`CLAIM_BATCH`] attempts ended, or [`IDLE`] passed; one claim each
+//! [`CLAIM_EVERY`] at most), and records outcomes in batches: once [`RECORD_BATCH`] have ended,
+//! once the first of them ended [`RECORD_EVERY`] ago, or at once when no attempt is left in
+//! flight. Idle, it looks for due deliveries every [`IDLE`].
 //!
 //! The worker runs on a thread of its own, at the lowest CPU priority ([`NICENESS`]): when
 //! the cores are busy, requests go first and deliveries take what is left, so that an
@@ -56,9 +57,12 @@ pub const IDLE: Duration = Duration::from_millis(100);
 /// How many attempts end, while others are in flight, before the worker claims more.
 pub const CLAIM_BATCH: usize = 16;
 /// How long the worker waits, once an attempt ends, for others to end with it (no longer once
-/// none is left in flight): the pace of its turns, which bounds the work the deliveries make
-/// the database do beside the requests.
+/// none is left in flight), so that attempts ending together are counted in one turn.
 pub const GATHER: Duration = Duration::from_millis(5);
+/// The least time between two claims: attempts that all end at once (a receiver that fails
+/// fast) turn the worker no faster than a thousand claims a second, which bounds the work the
+/// deliveries make the database do beside the requests.
+pub const CLAIM_EVERY: Duration = Duration::from_millis(1);
 /// How long a stopping worker waits for the outcomes it still holds to be recorded.
 pub const RECORD_AT_STOP: Duration = Duration::from_secs(5);
 /// How many ended attempts the worker records in one write, at most.
@@ -191,6 +195,8 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
         let worth_it =
             attempts.is_empty() || ended_since_claim >= CLAIM_BATCH || claimed_at.elapsed() >= IDLE;
         if free > 0 && worth_it {
+            // However fast the attempts end, the claims keep their pace.
+            tokio::time::sleep_until(claimed_at + CLAIM_EVERY).await;
             (ended_since_claim, claimed_at) = (0, tokio::time::Instant::now());
             in_flight.count = free;
             match deliverer.claim(&in_flight, LEASE).await {
@@ -227,13 +233,15 @@ async fn run(deliverer: &Deliverer, done: &mut Vec<Attempted>) {
             take(ended, done, &mut in_flight);
             // The others that end within the gathering time end with it: one turn for all.
             let gathered = tokio::time::Instant::now() + GATHER;
-            while let Ok(Some(ended)) =
-                tokio::time::timeout_at(gathered, attempts.join_next()).await
-            {
-                take(ended, done, &mut in_flight);
+            while done.len() < RECORD_BATCH {
+                match tokio::time::timeout_at(gathered, attempts.join_next()).await {
+                    Ok(Some(ended)) => take(ended, done, &mut in_flight),
+                    _ => break,
+                }
             }
         }
-        while let Some(ended) = attempts.try_join_next() {
+        while done.len() < RECORD_BATCH {
+            let Some(ended) = attempts.try_join_next() else { break };
             take(ended, done, &mut in_flight);
         }
         ended_since_claim = ended_since_claim.saturating_add(done.len() - waited);

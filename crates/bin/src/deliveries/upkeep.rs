@@ -7,13 +7,13 @@ use animal_store_domain::Deliverer;
 
 /// How often the worker ends the endpoints whose key's rotation chain ended (see
 /// [`Deliverer::close`]): within a second, as a key's own refusal.
-pub const CLOSE_EVERY: Duration = Duration::from_secs(1);
+pub(super) const CLOSE_EVERY: Duration = Duration::from_secs(1);
 /// The most deliveries that wait for one endpoint; beyond, the soonest due are dropped.
-pub const MAX_WAITING: usize = 10_000;
+pub(super) const MAX_WAITING: usize = 10_000;
 /// How many deliveries one write drops at most.
-pub const DROP_BATCH: usize = 500;
+pub(super) const DROP_BATCH: usize = 500;
 /// How often a busy worker refreshes the backlog's gauges, at most.
-pub const BACKLOG_EVERY: Duration = Duration::from_secs(5);
+pub(super) const BACKLOG_EVERY: Duration = Duration::from_secs(5);
 
 /// How long the worker waits before it refreshes the backlog's gauges again, after a read
 /// of the backlog that took `took`: [`BACKLOG_EVERY`], or a hundred times as long as the
@@ -26,16 +26,16 @@ pub(super) fn backlog_interval(took: Duration) -> Duration {
 
 /// Deliveries by outcome (`delivered`, `http_error`, `timeout`, `connection_error`,
 /// `refused_address`).
-pub const DELIVERIES_METRIC: &str = "animal_store_webhook_deliveries_total";
+pub(super) const DELIVERIES_METRIC: &str = "animal_store_webhook_deliveries_total";
 /// Deliveries dropped without an attempt, by reason: `endpoint_disabled` (its key's rotation chain
 /// ended, or an operator disabled it) or `backlog_full`.
-pub const DROPPED_METRIC: &str = "animal_store_webhook_deliveries_dropped_total";
+pub(super) const DROPPED_METRIC: &str = "animal_store_webhook_deliveries_dropped_total";
 /// Endpoints the service disabled because their key's rotation chain ended.
-pub const ENDED_METRIC: &str = "animal_store_webhook_endpoints_ended_total";
+pub(super) const ENDED_METRIC: &str = "animal_store_webhook_endpoints_ended_total";
 /// Deliveries waiting: neither delivered nor given up.
-pub const PENDING_METRIC: &str = "animal_store_webhook_deliveries_pending";
+pub(super) const PENDING_METRIC: &str = "animal_store_webhook_deliveries_pending";
 /// How long the oldest waiting delivery has waited, in seconds.
-pub const OLDEST_METRIC: &str = "animal_store_webhook_oldest_pending_seconds";
+pub(super) const OLDEST_METRIC: &str = "animal_store_webhook_oldest_pending_seconds";
 
 /// Describes the worker's metrics to the recorder.
 pub fn describe_metrics() {

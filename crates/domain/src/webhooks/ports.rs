@@ -7,16 +7,16 @@ use chrono::{DateTime, Utc};
 use crate::events::model::EventId;
 use crate::keys::model::KeyId;
 use crate::repository_error::RepositoryError;
-use crate::webhooks::delivery::{
-    Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, Due, Outcome,
-};
+use crate::webhooks::claim_limits::ClaimLimits;
+use crate::webhooks::delivery::{Attempt, AttemptId, Attempted, Backlog, Closed, Due, Outcome};
 use crate::webhooks::model::{
     CreateEndpointError, DisabledReason, Endpoint, EndpointId, EndpointPatch, NewEndpoint,
     WebhookUrl, WebhookUrlError,
 };
 
 /// Where webhook endpoints are kept, beside the events the stores write: an event is
-/// queued for delivery to every endpoint that wants it in the event's own transaction.
+/// queued for delivery to every endpoint that wants it after its write's commit (see
+/// [`WebhookDeliveries::fan_out`]).
 #[async_trait]
 pub trait WebhookEndpoints: Send + Sync + 'static {
     /// Stores `endpoint`, unless its owner has [`MAX_ENDPOINTS`](crate::MAX_ENDPOINTS)

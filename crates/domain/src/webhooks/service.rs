@@ -12,9 +12,8 @@ use crate::listing::{Listing, Page};
 use crate::orders::service::to_the_second;
 use crate::ports::Clock;
 use crate::repository_error::RepositoryError;
-use crate::webhooks::delivery::{
-    Attempt, AttemptId, Attempted, ClaimLimits, Closed, Due, Outcome, Schedule,
-};
+use crate::webhooks::claim_limits::ClaimLimits;
+use crate::webhooks::delivery::{Attempt, AttemptId, Attempted, Closed, Due, Outcome, Schedule};
 use crate::webhooks::model::{
     CreateEndpointError, DisabledReason, Endpoint, EndpointId, EndpointPatch, EndpointStatus,
     EventSelection, EventSelectionError, NewEndpoint, WebhookSecret, WebhookUrl, WebhookUrlError,

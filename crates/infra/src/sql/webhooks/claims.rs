@@ -46,6 +46,31 @@ fn postgres_due(now: DateTime<Utc>, limits: &ClaimLimits) -> Statement {
     bound.statement(sql)
 }
 
+/// The statement that counts the owners with deliveries due at `now` on an enabled endpoint,
+/// leased or not: one seek into each enabled endpoint's deliveries. PostgreSQL turns
+/// `EXISTS` into a join, which with the lagging statistics of a fast-growing queue reads the
+/// whole table; a lateral subquery with a `LIMIT` runs once an endpoint, from the index.
+/// SQLite runs `EXISTS` that way already, and knows no `LATERAL`.
+pub(crate) fn owners_due(backend: DbBackend, now: DateTime<Utc>) -> Statement {
+    let mut bound = Bound::new(backend);
+    let now = bound.bind(now);
+    let due = if backend == DbBackend::Postgres {
+        format!(
+            "CROSS JOIN LATERAL (SELECT 1 FROM webhook_deliveries d \
+             WHERE d.endpoint_id = e.id AND d.next_attempt_at <= {now} LIMIT 1) due \
+             WHERE e.status = 'enabled'"
+        )
+    } else {
+        format!(
+            "WHERE e.status = 'enabled' AND EXISTS (SELECT 1 FROM webhook_deliveries d \
+             WHERE d.endpoint_id = e.id AND d.next_attempt_at <= {now})"
+        )
+    };
+    bound.statement(format!(
+        "SELECT COUNT(DISTINCT e.owner) AS owners FROM webhook_endpoints e {due}"
+    ))
+}
+
 /// The conditions that leave out the endpoints with no room left, and those of the owners
 /// with none.
 fn with_room(bound: &mut Bound, limits: &ClaimLimits) -> (String, String) {

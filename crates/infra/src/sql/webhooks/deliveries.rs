@@ -1,12 +1,13 @@
 //! Webhook deliveries over SeaORM: claimed, recorded, and forgotten with their events.
 //!
-//! Deliveries are queued by the writer with the events they carry (see
-//! [`rows::events`](crate::sql::rows::events)). An instance claims the deliveries due by giving
-//! them a lease (see [`claims`](crate::sql::webhooks::claims)): a leased delivery is not due again
-//! until its lease ends (an instance that dies mid-attempt leaves its lease to run out, and the
-//! delivery is attempted again). A delivery is deleted once delivered or given up, its attempts
-//! keeping what came of it. The worker's writes stay out of the requests' way: on SQLite a claim is
-//! a read, and records are writer jobs; on PostgreSQL both run in transactions of their own.
+//! The worker queues the deliveries of the events written since it last looked, after their
+//! commit (see [`fan_out`](crate::sql::webhooks::fan_out)). An instance claims the deliveries
+//! due by giving them a lease (see [`claims`](crate::sql::webhooks::claims)): a leased
+//! delivery is not due again until its lease ends (an instance that dies mid-attempt leaves
+//! its lease to run out, and the delivery is attempted again). A delivery is deleted once
+//! delivered or given up, its attempts keeping what came of it. The worker's writes stay out
+//! of the requests' way: on SQLite a claim is a read, and records are writer jobs; on
+//! PostgreSQL both run in transactions of their own.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -25,12 +26,11 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait as _,
 };
 
-use crate::sql::bound::Bound;
 use crate::sql::connection::failure::corrupt;
 use crate::sql::rows::events::to_event;
 use crate::sql::schema::entity::webhook_endpoint as endpoint;
 use crate::sql::schema::entity::{event, webhook_attempt as attempt, webhook_delivery as delivery};
-use crate::sql::webhooks::claims::{Claimed, claim_skip_locked, claim_with_leases};
+use crate::sql::webhooks::claims::{Claimed, claim_skip_locked, claim_with_leases, owners_due};
 use crate::sql::webhooks::endpoints::{SeaOrmWebhooks, owned, to_endpoint};
 use crate::sql::webhooks::fan_out;
 use crate::sql::webhooks::share::{FAN_OUT_WHILE_WRITING, WORKER_SHARE};
@@ -350,28 +350,7 @@ impl WebhookDeliveries for SeaOrmWebhooks {
     }
 
     async fn owners_due(&self, now: DateTime<Utc>) -> Result<usize, RepositoryError> {
-        let backend = self.readers.get_database_backend();
-        let mut bound = Bound::new(backend);
-        let now = bound.bind(now);
-        // One seek into each enabled endpoint's deliveries. PostgreSQL turns `EXISTS` into a
-        // join, which with the lagging statistics of a fast-growing queue reads the whole
-        // table; a lateral subquery with a `LIMIT` is run once an endpoint, from the index.
-        // SQLite runs `EXISTS` that way already, and knows no `LATERAL`.
-        let due = if backend == DbBackend::Postgres {
-            format!(
-                "CROSS JOIN LATERAL (SELECT 1 FROM webhook_deliveries d \
-                 WHERE d.endpoint_id = e.id AND d.next_attempt_at <= {now} LIMIT 1) d \
-                 WHERE e.status = 'enabled'"
-            )
-        } else {
-            format!(
-                "WHERE e.status = 'enabled' AND EXISTS (SELECT 1 FROM webhook_deliveries d \
-                 WHERE d.endpoint_id = e.id AND d.next_attempt_at <= {now})"
-            )
-        };
-        let query = bound.statement(format!(
-            "SELECT COUNT(DISTINCT e.owner) AS owners FROM webhook_endpoints e {due}"
-        ));
+        let query = owners_due(self.readers.get_database_backend(), now);
         let count = || async {
             let row = self.readers.query_one_raw(query.clone()).await?;
             row.map(|row| row.try_get::<i64>("", "owners")).transpose()
