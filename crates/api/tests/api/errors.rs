@@ -145,6 +145,22 @@ async fn failures_and_panics_are_500_or_503_without_their_cause() {
     assert!(reply.header("x-request-id").is_some());
 }
 
+/// The request timeout counts from the request's arrival: the key's lookup, its last-use
+/// record and the operation share it. Each takes 250 ms here, well within 600 ms alone, but
+/// not all three together.
+#[tokio::test]
+async fn the_request_timeout_covers_the_key_check_and_the_operation_together() {
+    let timeout = std::time::Duration::from_millis(600);
+    let h = Harness::slow(std::time::Duration::from_millis(250), timeout).await;
+    let began = std::time::Instant::now();
+    let reply = h.get("/v1/pets").await;
+    let waited = began.elapsed();
+    reply.assert_error(503, "service_unavailable");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert!(reply.header("x-ratelimit-limit").is_some(), "the limit headers stay");
+    assert!(waited >= timeout && waited < timeout * 2, "answered at the timeout: {waited:?}");
+}
+
 #[tokio::test]
 async fn the_error_codes_are_the_documented_closed_set() {
     let h = Harness::new().await;

@@ -1,12 +1,15 @@
 //! The harness: the whole API over in-memory stores and a manual clock, and typed replies.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use animal_store_api::probes::Readiness;
 use animal_store_api::{ApiConfig, AppState, Services, app};
 use animal_store_domain::{
-    Environment, KeyService, OrderService, Pet, PetRepository, PetService, Plan, RateLimitPolicy,
+    ApiKeyStore, Environment, KeyService, OrderService, Pet, PetRepository, PetService, Plan,
+    RateLimitPolicy,
 };
+use animal_store_infra::faults::{Faults, FaultyApiKeyStore, FaultyPetRepository, Injector};
 use animal_store_infra::{
     ManualClock, MemoryApiKeyStore, MemoryOrderRepository, MemoryPetRepository, MokaRateLimiter,
 };
@@ -60,13 +63,31 @@ impl Harness {
         Self::build(Arc::new(MemoryPetRepository::new()), readiness).await
     }
 
+    /// The API whose key store and animals answer `latency` late once its key is issued, and
+    /// whose requests time out after `timeout`.
+    pub async fn slow(latency: Duration, timeout: Duration) -> Self {
+        let injector = Injector::new(Faults::default());
+        let keys = FaultyApiKeyStore::new(Arc::new(MemoryApiKeyStore::new()), injector.clone());
+        let pets = FaultyPetRepository::new(Arc::new(MemoryPetRepository::new()), injector.clone());
+        let config = ApiConfig { request_timeout: timeout, ..ApiConfig::default() };
+        let harness = Self::assemble(Arc::new(pets), Arc::default(), Arc::new(keys), config).await;
+        injector.set(Faults { latency, ..Faults::default() });
+        harness
+    }
+
     async fn build(pets: Arc<dyn PetRepository>, readiness: Arc<Readiness>) -> Self {
+        let keys = Arc::new(MemoryApiKeyStore::new());
+        Self::assemble(pets, readiness, keys, ApiConfig::default()).await
+    }
+
+    async fn assemble(
+        pets: Arc<dyn PetRepository>,
+        readiness: Arc<Readiness>,
+        key_store: Arc<dyn ApiKeyStore>,
+        config: ApiConfig,
+    ) -> Self {
         let clock = ManualClock::at_unix(NOW);
-        let keys = KeyService::new(
-            Arc::new(MemoryApiKeyStore::new()),
-            Arc::new(clock.clone()),
-            Environment::Production,
-        );
+        let keys = KeyService::new(key_store, Arc::new(clock.clone()), Environment::Production);
         // Business: room for every test's requests within one minute of the manual clock.
         let key = keys.issue(None, Plan::Business).await.expect("issue").secret.expose().to_owned();
         let state = AppState::new(Services {
@@ -87,7 +108,7 @@ impl Harness {
                 10_000,
                 Arc::new(clock.clone()),
             )),
-            config: Arc::new(ApiConfig::default()),
+            config: Arc::new(config),
             readiness,
             metrics: None,
         });
