@@ -60,9 +60,9 @@ pub const CLAIM_BATCH: usize = 16;
 /// none is left in flight), so that attempts ending together are counted in one turn.
 pub const GATHER: Duration = Duration::from_millis(5);
 /// The least time between two claims: attempts that all end at once (a receiver that fails
-/// fast, or 800 that refuse connections) turn the worker no faster than 200 claims a second,
-/// which bounds the work the deliveries make the database do beside the requests.
-pub const CLAIM_EVERY: Duration = Duration::from_millis(5);
+/// fast, or 800 that refuse connections) turn the worker no faster than 500 claims a second.
+/// While requests write, the worker's share of the database bounds its writes further.
+pub const CLAIM_EVERY: Duration = Duration::from_millis(2);
 /// How long a stopping worker waits for the outcomes it still holds to be recorded.
 pub const RECORD_AT_STOP: Duration = Duration::from_secs(5);
 /// How many ended attempts the worker records in one write, at most.

@@ -71,11 +71,12 @@ pub(crate) async fn forget_events(txn: &DatabaseTransaction, ids: &[i64]) -> Res
 }
 
 impl SeaOrmWebhooks {
-    /// Runs `work`, a write of the delivery worker's: on SQLite as a job of the writer, the
-    /// one connection that writes, within the worker's share of it (see [`share`](crate::sql::webhooks::share)); on
-    /// PostgreSQL in a transaction of its own on a pooled connection. There, instances claim and record beside each other already, and the
-    /// worker's statements in the writer's transactions would hold up the requests' writes
-    /// committed with them (and the lock their events' ids take, see
+    /// Runs `work`, a write of the delivery worker's, within the worker's share of the
+    /// database (see [`share`](crate::sql::webhooks::share)): on SQLite as a job of the
+    /// writer, the one connection that writes; on PostgreSQL in a transaction of its own on a
+    /// pooled connection. There, instances claim and record beside each other already, and
+    /// the worker's statements in the writer's transactions would hold up the requests'
+    /// writes committed with them (and the lock their events' ids take, see
     /// [`rows::events`](crate::sql::rows::events)) by as many round trips.
     pub(crate) async fn worker_write<T, F>(&self, work: F) -> Result<T, RepositoryError>
     where
@@ -84,23 +85,24 @@ impl SeaOrmWebhooks {
             + Send
             + 'static,
     {
-        if self.readers.get_database_backend() != DbBackend::Postgres {
-            let mut share = self.worker_share.lock().await;
-            if share.writing() {
-                tokio::time::sleep_until(share.next).await;
-            }
-            let started = tokio::time::Instant::now();
-            let written = self.writer.write(work).await;
-            share.next = tokio::time::Instant::now() + started.elapsed() * (WORKER_SHARE - 1);
-            return written;
+        let mut share = self.worker_share.lock().await;
+        if share.writing() {
+            tokio::time::sleep_until(share.next).await;
         }
-        let transaction = async {
-            let txn = self.readers.begin().await?;
-            let output = work(&txn).await?;
-            txn.commit().await?;
-            Ok(output)
+        let started = tokio::time::Instant::now();
+        let written = if self.readers.get_database_backend() == DbBackend::Postgres {
+            let transaction = async {
+                let txn = self.readers.begin().await?;
+                let output = work(&txn).await?;
+                txn.commit().await?;
+                Ok(output)
+            };
+            self.reads.run(transaction).await
+        } else {
+            self.writer.write(work).await
         };
-        self.reads.run(transaction).await
+        share.next = tokio::time::Instant::now() + started.elapsed() * (WORKER_SHARE - 1);
+        written
     }
 
     /// The endpoints and the events of the deliveries `claimed`, read on the reader pool.

@@ -84,7 +84,7 @@ pub struct SeaOrmWebhooks {
     pub(crate) writer: Writer,
     /// On SQLite, the process's leases of the deliveries it claimed.
     pub(crate) leases: Arc<Leases>,
-    /// On SQLite, the delivery worker's share of the writer (see `worker_write`).
+    /// The delivery worker's share of the database (see `worker_write`).
     pub(crate) worker_share: Arc<tokio::sync::Mutex<WorkerShare>>,
 }
 
