@@ -2,7 +2,7 @@
 //! experimental `updatePet` and `deletePet` (`docs/api.md#changing-and-removing-an-animal`).
 
 use animal_store_domain::{
-    Answer, ChangePetError, Pet, PetId, PetIds, Precondition, StoredResponse, excerpt,
+    Answer, ChangePetError, GetPetError, Pet, PetId, PetIds, Precondition, StoredResponse, excerpt,
 };
 use poem::http::{HeaderValue, header};
 use poem::web::Data;
@@ -10,7 +10,7 @@ use poem_openapi::param::{Header, Path, Query};
 
 use crate::wire::changes::PetPatchBody;
 use crate::wire::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
-use crate::wire::etag::{self, NotAnEntityTag};
+use crate::wire::etag::{self, IfMatch, NotAnEntityTag};
 use crate::wire::json::{MergePatch, PlainJson};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiRequest, ApiResponse, OpenApi, Tags};
@@ -272,11 +272,8 @@ impl PetsApi {
         RepeatedJsonKey::refuse(request)?;
         let context = ParseContext { now: state.clock.now() };
         let patch = body.into_inner().into_inner()?.into_patch(&context)?;
-        let pet = state
-            .pets
-            .update(id, patch, precondition(request)?)
-            .await
-            .map_err(|err| write_error(err, request))?;
+        let change = |expected| state.pets.update(id, patch.clone(), expected);
+        let pet = conditionally(&state, id, request, change).await?;
         let tag = pet_tag(&pet);
         Ok(UpdatePetOk::Ok(JsonBody(pet.into()), tag))
     }
@@ -306,11 +303,7 @@ impl PetsApi {
         request: &poem::Request,
     ) -> Result<DeletePetOk, OperationError<DeletePetErrors>> {
         let id = parse_pet_id(pet_id.0.as_str())?;
-        state
-            .pets
-            .remove(id, precondition(request)?)
-            .await
-            .map_err(|err| write_error(err, request))?;
+        conditionally(&state, id, request, |expected| state.pets.remove(id, expected)).await?;
         Ok(DeletePetOk::Removed)
     }
 }
@@ -331,9 +324,26 @@ fn pet_tag(pet: &Pet) -> String {
     etag::of(&pet_bytes(pet), None)
 }
 
-/// The request's `If-Match` and `If-None-Match`, as a precondition on the animal as
-/// stored: `If-Match` first, then `If-None-Match`, as RFC 9110 §13.2.2 orders them.
-fn precondition(request: &poem::Request) -> Result<Option<Precondition>, ApiError> {
+/// How many times a conditional change reads the animal and checks the request's
+/// conditions on it, when another change comes in between each time.
+const CHECKS: usize = 3;
+
+/// Makes `change` under the request's `If-Match` and `If-None-Match`, `If-Match` first as
+/// RFC 9110 §13.2.2 orders them. A condition on the animal's entity tag is checked on the
+/// animal as read just before, and the change is made only while the animal is still that
+/// one; when another change came in between, the conditions are checked again on the
+/// animal as it is then ([`CHECKS`] times at most). `If-Match: *` alone needs no reading:
+/// any animal that exists meets it.
+async fn conditionally<F, Done>(
+    state: &AppState,
+    id: PetId,
+    request: &poem::Request,
+    change: F,
+) -> Result<Pet, ApiError>
+where
+    F: Fn(Option<Precondition>) -> Done,
+    Done: Future<Output = Result<Pet, ChangePetError>>,
+{
     let condition = etag::if_match(request.headers()).map_err(|NotAnEntityTag(part)| {
         ApiError::invalid_request(format!(
             "If-Match must be * or a list of entity tags (\"...\"), got {part:?}"
@@ -341,14 +351,28 @@ fn precondition(request: &poem::Request) -> Result<Option<Precondition>, ApiErro
     })?;
     let none_match: Vec<HeaderValue> =
         request.headers().get_all(header::IF_NONE_MATCH).iter().cloned().collect();
-    if condition.is_none() && none_match.is_empty() {
-        return Ok(None);
+    if none_match.is_empty() && condition.as_ref().is_none_or(|c| *c == IfMatch::Any) {
+        return change(None).await.map_err(|err| write_error(err, request));
     }
-    Ok(Some(Box::new(move |pet: &Pet| {
-        let bytes = pet_bytes(pet);
-        condition.is_none_or(|condition| condition.holds_for(&bytes))
-            && etag::none_match_holds(&none_match, &bytes)
-    })))
+    let mut outcome = Err(ChangePetError::PreconditionFailed(id));
+    for _ in 0..CHECKS {
+        let pet = match state.pets.get(id).await {
+            Ok(pet) => pet,
+            Err(GetPetError::NotFound(_)) => return Err(ChangePetError::NotFound(id).into()),
+            Err(GetPetError::Repository(err)) => return Err(ChangePetError::from(err).into()),
+        };
+        let bytes = pet_bytes(&pet);
+        let holds = condition.as_ref().is_none_or(|condition| condition.holds_for(&bytes))
+            && etag::none_match_holds(&none_match, &bytes);
+        if !holds {
+            return Err(write_error(ChangePetError::PreconditionFailed(id), request));
+        }
+        outcome = change(Some(Precondition::Is(pet))).await;
+        if !matches!(outcome, Err(ChangePetError::PreconditionFailed(_))) {
+            break;
+        }
+    }
+    outcome.map_err(|err| write_error(err, request))
 }
 
 /// `err`, a failed write's, as the client reads it: a precondition of a request without

@@ -59,10 +59,26 @@ impl PetChange {
     }
 }
 
-/// What a change requires of the pet as it stands (the client's `If-Match`): called once,
-/// in the change's transaction, with the pet as stored; the change is made only if it
-/// answers `true`.
-pub type Precondition = Box<dyn FnOnce(&Pet) -> bool + Send>;
+/// What a change requires of the pet as it stands, checked in the change's transaction:
+/// the change is made only if it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    /// The pet is this one: unchanged since it was read (a client's entity tag was checked
+    /// on it).
+    Is(Pet),
+    /// No pet has the id, which an existing pet never meets.
+    Absent,
+}
+
+impl Precondition {
+    /// Whether it holds for `pet`, as stored.
+    pub fn holds_for(&self, pet: &Pet) -> bool {
+        match self {
+            Self::Is(expected) => expected == pet,
+            Self::Absent => false,
+        }
+    }
+}
 
 /// Why a pet was not changed. Nothing changed.
 #[derive(Debug, Error)]

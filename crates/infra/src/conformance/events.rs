@@ -8,7 +8,8 @@ use chrono::{DateTime, Duration, TimeZone as _, Utc};
 use animal_store_domain::{
     Event, EventId, EventLog, EventObject, EventType, Fingerprint, IdempotencyKey,
     IdempotencyStore, IdempotentWrite, KeyId, KeyUse, NewOrder, Order, OrderRepository,
-    OrderStatus, Pet, PetChanges, PetName, PetPatch, PetRepository, PetStatus, StoredResponse,
+    OrderStatus, Pet, PetChanges, PetName, PetPatch, PetRepository, PetStatus, Precondition,
+    StoredResponse,
 };
 
 use super::new_pet;
@@ -159,7 +160,7 @@ async fn refusals_make_none(stores: &EventStores<'_>, alice: &KeyId, delivered: 
     assert!(back.await.is_err(), "a delivered order is final");
     let unchanged = stores.changes.update(sold, PetPatch::default(), None).await;
     assert!(unchanged.is_ok(), "an empty patch is accepted");
-    let refused = stores.changes.update(sold, PetPatch::default(), Some(Box::new(|_: &Pet| false)));
+    let refused = stores.changes.update(sold, PetPatch::default(), Some(Precondition::Absent));
     assert!(refused.await.is_err(), "a precondition that fails refuses the patch");
     assert!(
         since(stores.events, alice, mark).await.is_empty(),

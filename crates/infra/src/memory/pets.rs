@@ -117,7 +117,7 @@ impl Shelf {
         now: DateTime<Utc>,
     ) -> Result<Pet, ChangePetError> {
         let pet = self.pets.get(&id).ok_or(ChangePetError::NotFound(id))?;
-        if expected.is_some_and(|expected| !expected(pet)) {
+        if expected.is_some_and(|expected| !expected.holds_for(pet)) {
             return Err(ChangePetError::PreconditionFailed(id));
         }
         if let Some(&order) = self.holds.get(&id).filter(|_| change.needs_release(pet)) {

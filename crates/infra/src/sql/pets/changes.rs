@@ -58,7 +58,7 @@ async fn change(
         return refused(ChangePetError::NotFound(id));
     };
     let pet = to_pet(row).map_err(|e| in_write(&e))?;
-    if expected.is_some_and(|expected| !expected(&pet)) {
+    if expected.is_some_and(|expected| !expected.holds_for(&pet)) {
         return refused(ChangePetError::PreconditionFailed(id));
     }
     if change.needs_release(&pet)
