@@ -44,8 +44,10 @@ pub async fn check_request(next: Next, mut req: Request) -> poem::Result<Respons
     }
     if patch
         && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
-        && let Some(value) =
-            route.accept_patch().and_then(|types| HeaderValue::try_from(types).ok())
+        && let Some(value) = route
+            .operation(&Method::PATCH)
+            .and_then(|op| op.patch_types)
+            .and_then(|types| HeaderValue::try_from(types).ok())
     {
         response.headers_mut().insert(HeaderName::from_static("accept-patch"), value);
     }

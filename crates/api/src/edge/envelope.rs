@@ -53,10 +53,11 @@ pub async fn envelope(next: Next, mut req: Request) -> poem::Result<Response> {
     let route = resolved.as_ref().and_then(Resolved::route);
     let method = req.method().clone();
     let template = route.map_or("(unmatched)", |r| r.template());
-    let deprecation = route
-        .and_then(|route| route.deprecation(&method))
+    let operation = route.and_then(|route| route.operation(&method));
+    let deprecation = operation
+        .and_then(|op| op.deprecation)
         .map(|deprecation| deprecation.headers(req.uri().path()));
-    let stability = route.and_then(|route| route.stability(&method).header());
+    let stability = operation.and_then(|op| op.stability.header());
     let caching = route.map_or(Caching::NoStore, |route| route.caching(&method));
     let metrics_route =
         resolved.as_ref().and_then(Resolved::index).zip(route.map(RouteEntry::template));

@@ -11,11 +11,11 @@ use animal_store_domain::{
 use poem::http::{HeaderValue, StatusCode, header};
 use poem::{IntoResponse, Request, Response};
 
-use super::{Next, resolved, respond, state};
+use super::{Next, operation, respond, state};
 use crate::error::{ApiError, ErrorCode};
+use crate::operations::Operation;
 use crate::operations::rate_limit;
 use crate::operations::rate_limit::KeyWindows;
-use crate::operations::routes::Resolved;
 use crate::operations::state::AppState;
 use crate::operations::telemetry::{Outcome, RequestMetrics};
 use crate::wire::auth;
@@ -238,15 +238,11 @@ async fn decide(state: &AppState, req: &Request) -> Decided {
 
 /// Whether the request asks for the caller's own rate limit (`getRateLimit`).
 fn is_inquiry(req: &Request) -> bool {
-    super::resolved(req)
-        .is_some_and(|resolved| resolved.route().is_some_and(|r| r.is_inquiry(req.method())))
+    operation(req, req.method()).is_some_and(Operation::is_inquiry)
 }
 
 /// Whether the operation `req` reaches needs a `write` key (what is not an operation, an
 /// unknown address, is a 404 or 405 to every key). Looked up for `read` keys only.
 fn needs_write(req: &Request) -> bool {
-    resolved(req)
-        .as_ref()
-        .and_then(Resolved::route)
-        .is_some_and(|route| route.scope(req.method()) == Scope::Write)
+    operation(req, req.method()).is_some_and(|op| op.scope == Scope::Write)
 }

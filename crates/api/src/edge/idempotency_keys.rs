@@ -16,7 +16,7 @@ use animal_store_domain::{Fingerprint, IdempotencyKey, IdempotencyRefusal};
 use poem::{IntoResponse, Request, Response};
 
 use super::check::RawBody;
-use super::{Next, resolved, respond, state};
+use super::{Next, operation, respond, state};
 use crate::error::{ApiError, ErrorCode};
 use crate::wire::auth::Authenticated;
 use crate::wire::idempotency::{IDEMPOTENCY_KEY, KeyedWrite};
@@ -24,9 +24,7 @@ use crate::wire::idempotency::{IDEMPOTENCY_KEY, KeyedWrite};
 /// Decides keyed requests to `createPet` and `placeOrder` before they run.
 pub async fn idempotency_keys(next: Next, mut req: Request) -> poem::Result<Response> {
     // The operations that declare the header in the document honour it.
-    let keyed = resolved(&req).is_some_and(|resolved| {
-        resolved.route().is_some_and(|route| route.takes_idempotency_key(req.method()))
-    });
+    let keyed = operation(&req, req.method()).is_some_and(|op| op.idempotent);
     let owner = req.extensions().get::<Authenticated>().map(|a| a.0.owner.clone());
     let (Some(owner), true, Some(state)) = (owner, keyed, state(&req)) else {
         return Ok(respond(&next, req).await);

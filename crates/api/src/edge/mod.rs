@@ -46,6 +46,7 @@ mod socket;
 use std::sync::Arc;
 
 use poem::endpoint::BoxEndpoint;
+use poem::http::Method;
 use poem::{Endpoint as _, Request, Response};
 
 pub use check::check_request;
@@ -55,6 +56,7 @@ pub use idempotency_keys::idempotency_keys;
 pub use representation::representations;
 
 use crate::error::ApiError;
+use crate::operations::Operation;
 use crate::operations::routes::Resolved;
 use crate::operations::state::AppState;
 
@@ -71,6 +73,12 @@ pub type Next = Arc<BoxEndpoint<'static, Response>>;
 /// layer, a bug.
 fn resolved(req: &Request) -> Option<Resolved> {
     req.extensions().get::<Resolved>().cloned()
+}
+
+/// The operation `method` reaches on the request's route, if it reaches one (not the
+/// document, a probe or the metrics).
+fn operation(req: &Request, method: &Method) -> Option<&'static Operation> {
+    req.extensions().get::<Resolved>()?.route()?.operation(method)
 }
 
 /// The services; `None` only if `app` did not add them, a bug.

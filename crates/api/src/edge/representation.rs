@@ -9,8 +9,8 @@ use poem::http::{HeaderValue, Method, StatusCode, header};
 use poem::web::Compress;
 use poem::{Body, IntoResponse, Request, Response};
 
-use super::{Next, resolved, respond};
-use crate::operations::routes::Resolved;
+use super::{Next, operation, respond};
+use crate::operations::Caching;
 use crate::wire::encoding::{self, Coding};
 use crate::wire::etag;
 
@@ -28,13 +28,10 @@ pub async fn representations(next: Next, mut req: Request) -> poem::Result<Respo
     // chosen, so that it has the GET's headers (poem's router would drop it first).
     let is_head = req.method() == Method::HEAD;
     let method = if is_head { Method::GET } else { req.method().clone() };
-    let (operation, conditional) =
-        resolved(&req).as_ref().and_then(Resolved::route).map_or((false, false), |route| {
-            (route.is_operation(&method), route.is_conditional(&method))
-        });
-    if !operation {
+    let Some(operation) = operation(&req, &method) else {
         return Ok(respond(&next, req).await);
-    }
+    };
+    let conditional = operation.caching == Caching::Revalidated;
     req.set_method(method);
     let accepted = encoding::accepted(req.headers(), &Coding::ALL);
     // Only the tags the client holds are kept past the call; usually there are none.

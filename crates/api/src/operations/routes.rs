@@ -11,10 +11,7 @@ use std::sync::Arc;
 
 use poem::http::Method;
 
-use animal_store_domain::Scope;
-
 use crate::operations::{Caching, OPERATIONS, Operation};
-use crate::wire::deprecation::Deprecation;
 use crate::wire::stability::Stability;
 
 /// The extension of an operation in the document that names the scope a key needs to call
@@ -79,53 +76,9 @@ impl RouteEntry {
         self.method(method).is_some()
     }
 
-    /// Whether `method` reaches an operation of the document (not the document itself, a
-    /// probe or the metrics).
-    pub fn is_operation(&self, method: &Method) -> bool {
-        self.operation(method).is_some()
-    }
-
-    /// Whether the operation `method` reaches takes an `Idempotency-Key` header.
-    pub fn takes_idempotency_key(&self, method: &Method) -> bool {
-        self.operation(method).is_some_and(|op| op.idempotent)
-    }
-
-    /// The deprecation of the operation `method` reaches, if it is deprecated.
-    pub fn deprecation(&self, method: &Method) -> Option<&'static Deprecation> {
-        self.operation(method).and_then(|op| op.deprecation)
-    }
-
-    /// Whether the operation `method` reaches answers conditional requests: its answers
-    /// carry an `ETag` and may be `304 Not Modified`.
-    pub fn is_conditional(&self, method: &Method) -> bool {
-        self.operation(method).is_some_and(|op| op.caching == Caching::Revalidated)
-    }
-
     /// How the answers `method` gets on this route may be kept.
     pub fn caching(&self, method: &Method) -> Caching {
         self.method(method).map_or(Caching::NoStore, |m| m.caching)
-    }
-
-    /// Whether `method` reaches the rate-limit inquiry, which reads the caller's rate limit
-    /// without spending it.
-    pub fn is_inquiry(&self, method: &Method) -> bool {
-        self.operation(method).is_some_and(Operation::is_inquiry)
-    }
-
-    /// The scope a key needs for the operation `method` reaches; `read` for what is not an
-    /// operation.
-    pub fn scope(&self, method: &Method) -> Scope {
-        self.operation(method).map_or(Scope::Read, |op| op.scope)
-    }
-
-    /// The media types the route's `PATCH` takes, for `Accept-Patch` (RFC 5789).
-    pub fn accept_patch(&self) -> Option<&'static str> {
-        self.operation(&Method::PATCH).and_then(|op| op.patch_types)
-    }
-
-    /// How stable the operation `method` reaches is; stable for what is not an operation.
-    pub fn stability(&self, method: &Method) -> Stability {
-        self.operation(method).map_or(Stability::Stable, |op| op.stability)
     }
 
     fn matches(&self, path: &str) -> bool {
@@ -220,20 +173,18 @@ mod tests {
         );
         let get_pet = find("/v1/pets/12").expect("a route");
         assert_eq!(get_pet.template(), "/v1/pets/{petId}");
-        assert_eq!(get_pet.deprecation(&Method::GET), Some(&crate::wire::deprecation::GET_PET));
-        assert_eq!(get_pet.deprecation(&Method::HEAD), Some(&crate::wire::deprecation::GET_PET));
-        assert_eq!(get_pet.deprecation(&Method::DELETE), None);
+        let id = |route: &RouteEntry, method: Method| route.operation(&method).map(|op| op.id);
+        assert_eq!(id(&get_pet, Method::GET), Some("getPet"));
+        assert_eq!(id(&get_pet, Method::HEAD), Some("getPet"));
+        assert_eq!(id(&get_pet, Method::DELETE), Some("deletePet"));
         assert!(get_pet.allows(&Method::DELETE) && !get_pet.allows(&Method::PUT));
         assert_eq!(find("/v1/docs").as_ref().map(RouteEntry::allow).as_deref(), Some("GET, HEAD"));
-        assert!(!find("/v1/docs").expect("a route").is_operation(&Method::GET));
-        let orders = find("/v1/store/orders").expect("a route");
-        assert_eq!(orders.stability(&Method::POST), Stability::Experimental);
-        assert!(orders.takes_idempotency_key(&Method::POST));
-        assert!(!get_pet.takes_idempotency_key(&Method::GET));
-        assert_eq!(get_pet.stability(&Method::GET), Stability::Stable);
-        let inquiry = find("/v1/rate_limit").expect("a route");
-        assert!(inquiry.is_inquiry(&Method::GET) && !get_pet.is_inquiry(&Method::GET));
-        assert_eq!(find("/v1/pets").and_then(|pets| pets.deprecation(&Method::GET)), None);
+        let docs = find("/v1/docs").expect("a route");
+        assert!(docs.allows(&Method::GET) && docs.operation(&Method::GET).is_none());
+        assert_eq!(
+            id(&find("/v1/store/orders").expect("a route"), Method::POST),
+            Some("placeOrder")
+        );
         assert!(find("/v1/pets/").is_none());
         assert!(find("/v1/pets/1/2").is_none());
         assert!(find("/v2/pets").is_none());
