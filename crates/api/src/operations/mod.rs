@@ -5,6 +5,7 @@ mod account;
 mod events;
 pub mod operators;
 mod orders;
+mod pet_conditions;
 mod pet_errors;
 mod pets;
 pub mod probes;
