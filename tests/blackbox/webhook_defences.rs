@@ -317,14 +317,24 @@ async fn create_median(client: &Client, server: &Server, count: usize) -> Durati
     took[count / 2]
 }
 
+/// The lowest of createPet's medians over three windows of 100 writes: another process on
+/// the same cores slows one window, while a cost of the endpoints slows every one.
+async fn quietest_create_median(client: &Client, server: &Server) -> Duration {
+    let mut medians = Vec::with_capacity(3);
+    for _ in 0..3 {
+        medians.push(create_median(client, server, 100).await);
+    }
+    medians.into_iter().min().expect("three windows")
+}
+
 /// A write costs the same however many endpoints want its event: createPet's median with 50
 /// owners' 16 endpoints each, every one refusing connections, is within 1.5 times its
-/// median with none, on one server.
+/// median with none, on one server (each the quietest of three windows).
 async fn a_write_costs_the_same_with_800_endpoints(db: &Db) {
     let server = Server::start(&db.url, db.path().to_path_buf(), &["--webhooks-allow-private"]);
     let client = Client::new(&db.unlimited_key());
     create_median(&client, &server, 50).await;
-    let without = create_median(&client, &server, 150).await;
+    let without = quietest_create_median(&client, &server).await;
     let refusing = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = refusing.local_addr().expect("an address").port();
     drop(refusing);
@@ -335,7 +345,7 @@ async fn a_write_costs_the_same_with_800_endpoints(db: &Db) {
             assert_eq!(register(&subscriber, &server, &json!({"url": url})).await.status(), 201);
         }
     }
-    let with = create_median(&client, &server, 150).await;
+    let with = quietest_create_median(&client, &server).await;
     assert!(
         with.as_secs_f64() <= without.as_secs_f64() * 1.5,
         "createPet's median: {without:?} without endpoints, {with:?} with 800"
