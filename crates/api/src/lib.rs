@@ -68,6 +68,24 @@ pub fn render_event(event: &animal_store_domain::Event) -> String {
     serde_json::to_string(&wire::events::EventBody::from(event.clone())).unwrap_or_default()
 }
 
+/// The answers keyed writes store for their retries, encoded as the operations send them
+/// (`docs/api.md#idempotent-retries`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Answers;
+
+impl animal_store_domain::AnswerEncoder for Answers {
+    fn pet_created(&self, pet: &animal_store_domain::Pet) -> animal_store_domain::StoredAnswer {
+        operations::pets::created_answer(pet)
+    }
+
+    fn order_placed(
+        &self,
+        placed: &Result<animal_store_domain::Order, animal_store_domain::PlaceOrderError>,
+    ) -> Option<animal_store_domain::StoredAnswer> {
+        operations::orders::placed_answer(placed)
+    }
+}
+
 /// The origin (`https://host:port`) of a URL, if it has one.
 fn origin(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;

@@ -222,7 +222,11 @@ impl Wiring {
         AppState::new(Services {
             pets: PetService::new(pets, changes),
             orders: OrderService::new(orders, clock.clone()),
-            idempotency: IdempotencyService::new(idempotency, clock.clone()),
+            idempotency: IdempotencyService::new(
+                idempotency,
+                clock.clone(),
+                Arc::new(animal_store_api::Answers),
+            ),
             events: EventService::new(events, clock.clone(), event_retention),
             webhooks: WebhookService::new(
                 webhooks,

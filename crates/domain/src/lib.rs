@@ -44,9 +44,9 @@ pub use events::service::{EVENT_RETENTION, EventListing, EventPage, EventService
 pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use idempotency::model::{
     Fingerprint, IdempotencyKey, IdempotencyKeyError, IdempotencyRecord, IdempotentWrite,
-    KeyReused, KeyUse, RenderOrder, RenderPet, StoredResponse,
+    KeyReused, KeyUse, StoredAnswer,
 };
-pub use idempotency::ports::IdempotencyStore;
+pub use idempotency::ports::{AnswerEncoder, IdempotencyStore, OrderAnswered};
 pub use idempotency::service::{Answer, Hold, IdempotencyRefusal, IdempotencyService};
 pub use ids::OrderId;
 pub use keys::model::{

@@ -33,9 +33,9 @@ pub struct OperationError<S> {
 enum Failure {
     /// An error.
     Error(ApiError),
-    /// The stored response of a retry's first request (`docs/api.md#idempotent-retries`),
-    /// sent again: a success or an error, as it was.
-    Replay(Response),
+    /// A keyed write's stored answer (`docs/api.md#idempotent-retries`), sent the first time
+    /// or again: a success or an error, as it was stored.
+    Stored(Response),
 }
 
 impl<S, E: Into<ApiError>> From<E> for OperationError<S> {
@@ -45,9 +45,9 @@ impl<S, E: Into<ApiError>> From<E> for OperationError<S> {
 }
 
 impl<S> OperationError<S> {
-    /// The response of a retry's first request, sent again.
-    pub fn replay(response: Response) -> Self {
-        Self { error: Failure::Replay(response), set: PhantomData }
+    /// The response of a stored answer: a keyed write's, sent the first time or again.
+    pub fn stored(response: Response) -> Self {
+        Self { error: Failure::Stored(response), set: PhantomData }
     }
 }
 
@@ -55,7 +55,7 @@ impl Failure {
     fn into_response(self) -> Response {
         match self {
             Self::Error(error) => error.into_response(),
-            Self::Replay(response) => response,
+            Self::Stored(response) => response,
         }
     }
 }

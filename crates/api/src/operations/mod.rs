@@ -4,10 +4,10 @@
 mod account;
 mod events;
 pub mod operators;
-mod orders;
+pub(crate) mod orders;
 mod pet_conditions;
 mod pet_errors;
-mod pets;
+pub(crate) mod pets;
 pub mod probes;
 pub mod rate_limit;
 pub mod routes;

@@ -3,8 +3,7 @@
 //! experimental, `updateOrder` beta.
 
 use animal_store_domain::{
-    Answer, GetOrderError, Order, OrderId, PlaceOrderError, StoredResponse, UpdateOrderError,
-    excerpt,
+    Answer, GetOrderError, Order, OrderId, PlaceOrderError, StoredAnswer, UpdateOrderError, excerpt,
 };
 use poem::http::StatusCode;
 use poem::web::Data;
@@ -19,7 +18,7 @@ use crate::wire::auth::BearerKey;
 use crate::wire::changes::InventoryBody;
 use crate::wire::duplicates::{RepeatedJsonKey, refuse_repeated_parameters};
 use crate::wire::field::ParseContext;
-use crate::wire::idempotency::{KeyedWrite, replay};
+use crate::wire::idempotency::{KeyedWrite, decode, encode, send};
 use crate::wire::json::JsonBody;
 use crate::wire::listing::{listing, next_link};
 use crate::wire::orders::{NewOrderBody, OrderBody, OrderStatusDto, OrderUpdateBody};
@@ -181,9 +180,15 @@ impl OrdersApi {
         let order = match request.extensions().get::<KeyedWrite>() {
             // The outcome, a refusal of the rules included, is stored for retries with the key.
             Some(KeyedWrite(hold)) => {
-                match state.idempotency.place_order(hold, pet, Box::new(placed_response)).await? {
-                    Answer::Done(placed) => placed?,
-                    Answer::Replay(stored) => return Err(OperationError::replay(replay(stored))),
+                match state.idempotency.place_order(hold, pet).await? {
+                    Answer::Done((_, Some(answer))) => {
+                        return Err(OperationError::stored(send(&decode(&answer), false)));
+                    }
+                    // A store failure: nothing stored, the key free for a retry.
+                    Answer::Done((placed, None)) => placed?,
+                    Answer::Replay(answer) => {
+                        return Err(OperationError::stored(send(&decode(&answer), true)));
+                    }
                 }
             }
             None => state.orders.place(&key.0.owner, pet).await?,
@@ -296,22 +301,22 @@ fn location(order: &Order) -> String {
     format!("/v1/store/orders/{}", order.id)
 }
 
-/// The response of `placeOrder` for its outcome, as a retry with its key gets it again: the
-/// order, or the refusal of the rules; nothing for a store failure, which a retry runs again.
-fn placed_response(placed: &Result<Order, PlaceOrderError>) -> Option<StoredResponse> {
+/// The answer of a keyed `placeOrder` for its outcome, stored for the retries with its key:
+/// the order, or the refusal of the rules; nothing for a store failure, which a retry runs
+/// again.
+pub(crate) fn placed_answer(placed: &Result<Order, PlaceOrderError>) -> Option<StoredAnswer> {
     match placed {
         Ok(order) => {
-            // The bytes the first answer carried (`JsonBody`), for the replays.
-            let body = serde_json::to_string(&OrderBody::from(order.clone())).unwrap_or_default();
-            Some(StoredResponse { status: 201, body, location: Some(location(order)) })
+            let body = serde_json::to_vec(&OrderBody::from(order.clone())).unwrap_or_default();
+            Some(encode(StatusCode::CREATED, Some(&location(order)), &body))
         }
         Err(PlaceOrderError::Repository(_)) => None,
         Err(refused) => {
             let error = refusal(refused)?;
             let body = error.body();
-            let status = u16::try_from(body.status).unwrap_or(500);
-            let body = body.to_json().unwrap_or_default().to_string();
-            Some(StoredResponse { status, body, location: None })
+            let status = u16::try_from(body.status).ok().and_then(|s| StatusCode::from_u16(s).ok());
+            let body = serde_json::to_vec(&body.to_json()).unwrap_or_default();
+            Some(encode(status.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), None, &body))
         }
     }
 }

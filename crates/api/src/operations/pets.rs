@@ -1,8 +1,8 @@
 //! The `animals` operations: `listPets`, `createPet`, the deprecated `getPet`, and the
 //! experimental `updatePet` and `deletePet` (`docs/api.md#changing-and-removing-an-animal`).
 
-use animal_store_domain::{Answer, Pet, PetId, PetIds, StoredResponse, excerpt};
-use poem::http::{HeaderValue, header};
+use animal_store_domain::{Answer, Pet, PetId, PetIds, StoredAnswer, excerpt};
+use poem::http::{HeaderValue, StatusCode, header};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 
@@ -22,7 +22,7 @@ use crate::operations::state::AppState;
 use crate::wire::auth::BearerKey;
 use crate::wire::deprecation::GET_PET;
 use crate::wire::field::ParseContext;
-use crate::wire::idempotency::{KeyedWrite, replay};
+use crate::wire::idempotency::{KeyedWrite, decode, encode, send};
 use crate::wire::json::JsonBody;
 use crate::wire::listing::{listing, next_link};
 use crate::wire::params::{
@@ -188,20 +188,15 @@ impl PetsApi {
         RepeatedJsonKey::refuse(request)?;
         let context = ParseContext { now: state.clock.now() };
         let new_pet = body.0.into_inner()?.into_new_pet(&context)?;
-        let pet = match request.extensions().get::<KeyedWrite>() {
-            // Stored with the outcome a retry with the same key gets again.
-            Some(KeyedWrite(hold)) => {
-                match state
-                    .idempotency
-                    .create_pet(hold, new_pet, Box::new(created_response))
-                    .await?
-                {
-                    Answer::Done(pet) => pet,
-                    Answer::Replay(stored) => return Err(OperationError::replay(replayed(stored))),
-                }
-            }
-            None => state.pets.add(new_pet).await?,
-        };
+        if let Some(KeyedWrite(hold)) = request.extensions().get::<KeyedWrite>() {
+            // The answer stored for the retries with the key is the one sent now.
+            let answer = match state.idempotency.create_pet(hold, new_pet).await? {
+                Answer::Done((_, answer)) => sent(&answer, false),
+                Answer::Replay(answer) => sent(&answer, true),
+            };
+            return Err(OperationError::stored(answer));
+        }
+        let pet = state.pets.add(new_pet).await?;
         let location = location(&pet);
         let tag = pet_tag(&pet);
         Ok(CreatePetOk::Created(JsonBody(pet.into()), location, tag))
@@ -313,11 +308,14 @@ fn parse_pet_id(raw: &str) -> Result<PetId, ApiError> {
     })
 }
 
-/// A stored createPet answer sent again, with the `ETag` of the animal it carries.
-fn replayed(stored: StoredResponse) -> poem::Response {
-    let tag = (stored.status == 201).then(|| etag::of(stored.body.as_bytes(), None));
-    let mut response = replay(stored);
-    if let Some(tag) = tag.and_then(|tag| HeaderValue::try_from(tag).ok()) {
+/// A stored createPet answer sent, the first time or `replayed`, with the `ETag` of the
+/// animal it carries.
+fn sent(answer: &StoredAnswer, replayed: bool) -> poem::Response {
+    let answer = decode(answer);
+    let mut response = send(&answer, replayed);
+    if answer.status == StatusCode::CREATED
+        && let Ok(tag) = HeaderValue::try_from(etag::of(answer.body, None))
+    {
         response.headers_mut().insert(header::ETAG, tag);
     }
     response
@@ -333,9 +331,8 @@ fn location(pet: &Pet) -> String {
     format!("/v1/pets/{}", pet.id)
 }
 
-/// The response of `createPet` for `pet`, as a retry with its key gets it again.
-fn created_response(pet: &Pet) -> StoredResponse {
-    // The bytes the first answer carried (`JsonBody`), for the replays.
-    let body = serde_json::to_string(&PetBody::from(pet.clone())).unwrap_or_default();
-    StoredResponse { status: 201, body, location: Some(location(pet)) }
+/// The answer of a keyed `createPet` that added `pet`, stored for the retries with its key.
+pub(crate) fn created_answer(pet: &Pet) -> StoredAnswer {
+    let body = serde_json::to_vec(&PetBody::from(pet.clone())).unwrap_or_default();
+    encode(StatusCode::CREATED, Some(&location(pet)), &body)
 }

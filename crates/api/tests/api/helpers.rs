@@ -185,7 +185,7 @@ pub fn unused_idempotency(
     let pets = Arc::new(MemoryPetRepository::new());
     let orders = Arc::new(MemoryOrderRepository::new(pets.clone()));
     let store = Arc::new(animal_store_infra::MemoryIdempotencyStore::new(pets, orders));
-    animal_store_domain::IdempotencyService::new(store, clock)
+    animal_store_domain::IdempotencyService::new(store, clock, Arc::new(animal_store_api::Answers))
 }
 
 /// Events no test of this crate reads: its own memory store's.

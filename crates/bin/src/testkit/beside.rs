@@ -8,15 +8,15 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
+    AnswerEncoder, ChangePetError, Event, EventId, EventLog, EventType, IdempotencyRecord,
+    IdempotencyStore, IdempotentWrite, Inventory, KeyId, KeyUse, NewOrder, NewPet, Order,
+    OrderAnswered, OrderId, OrderRepository, OrderStatus, Pet, PetChanges, PetId, PetPatch,
+    PetRepository, PlaceOrderError, Precondition, RepositoryError, StoredAnswer, UpdateOrderError,
+};
+use animal_store_domain::{
     Attempt, AttemptId, Attempted, Backlog, ClaimLimits, Closed, CreateEndpointError,
     DisabledReason, Due, Endpoint, EndpointId, EndpointPatch, NewEndpoint, Outcome,
     WebhookDeliveries, WebhookEndpoints,
-};
-use animal_store_domain::{
-    ChangePetError, Event, EventId, EventLog, EventType, IdempotencyRecord, IdempotencyStore,
-    IdempotentWrite, Inventory, KeyId, KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository,
-    OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository, PlaceOrderError, Precondition,
-    RenderOrder, RenderPet, RepositoryError, UpdateOrderError,
 };
 use animal_store_infra::memory::idempotency::{Records, existing, sweep};
 use async_trait::async_trait;
@@ -244,25 +244,26 @@ impl IdempotencyStore for RecordsBeside {
         &self,
         write: IdempotentWrite,
         pet: NewPet,
-        render: RenderPet,
-    ) -> Result<KeyUse<Pet>, RepositoryError> {
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<(Pet, StoredAnswer)>, RepositoryError> {
         let mut records = self.records.lock().await;
         if let Some(record) = existing(&mut records, &write) {
             return Ok(KeyUse::Again(record));
         }
         // A pet the adapter refuses leaves no record: both are stored, or neither.
         let pet = self.pets.create(pet).await?;
-        let record = IdempotencyRecord::of(write, render(&pet));
+        let answer = answers.pet_created(&pet);
+        let record = IdempotencyRecord::of(write, answer.clone());
         records.insert((record.owner.clone(), record.idempotency_key.clone()), record);
-        Ok(KeyUse::First(pet))
+        Ok(KeyUse::First((pet, answer)))
     }
 
     async fn place_order(
         &self,
         _write: IdempotentWrite,
         _order: NewOrder,
-        _render: RenderOrder,
-    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
+        _answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<OrderAnswered>, RepositoryError> {
         Err(refused())
     }
 

@@ -15,8 +15,6 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::keys::model::KeyId;
-use crate::orders::model::{Order, PlaceOrderError};
-use crate::pets::model::Pet;
 
 /// How long an outcome is kept: a retry within this time is answered from it.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -113,15 +111,27 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
-/// A response as stored, to be sent again to a retry.
+/// The answer a keyed write's first request got, as the API encoded it (see
+/// [`AnswerEncoder`](crate::idempotency::ports::AnswerEncoder)): bytes that the domain and the
+/// stores keep and give back without reading them. A retry gets them again.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// Its HTTP status.
-    pub status: u16,
-    /// Its body, JSON text.
-    pub body: String,
-    /// Its `Location` header, if it had one.
-    pub location: Option<String>,
+pub struct StoredAnswer(Vec<u8>);
+
+impl StoredAnswer {
+    /// An answer of `bytes`.
+    pub const fn new(bytes: Vec<u8>) -> Self {
+        Self(bytes)
+    }
+
+    /// Its bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Its bytes, owned.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
 }
 
 /// A write that carries an idempotency key: whose it is, the key, the request's fingerprint
@@ -147,8 +157,8 @@ pub struct IdempotencyRecord {
     pub idempotency_key: IdempotencyKey,
     /// The first request's fingerprint.
     pub fingerprint: Fingerprint,
-    /// The first request's response.
-    pub response: StoredResponse,
+    /// The first request's answer.
+    pub answer: StoredAnswer,
     /// When the first request arrived.
     pub created_at: DateTime<Utc>,
 }
@@ -159,10 +169,10 @@ pub struct IdempotencyRecord {
 pub struct KeyReused;
 
 impl IdempotencyRecord {
-    /// The record of `write`, answered with `response`.
-    pub fn of(write: IdempotentWrite, response: StoredResponse) -> Self {
+    /// The record of `write`, answered with `answer`.
+    pub fn of(write: IdempotentWrite, answer: StoredAnswer) -> Self {
         let IdempotentWrite { owner, idempotency_key, fingerprint, at } = write;
-        Self { owner, idempotency_key, fingerprint, response, created_at: at }
+        Self { owner, idempotency_key, fingerprint, answer, created_at: at }
     }
 
     /// Whether it is past [`RETENTION`] at `now`: then it answers nothing.
@@ -171,35 +181,26 @@ impl IdempotencyRecord {
             .is_ok_and(|retention| now >= self.created_at + retention)
     }
 
-    /// The response a retry with `fingerprint` gets.
+    /// The answer a retry with `fingerprint` gets.
     ///
     /// # Errors
     ///
     /// [`KeyReused`] when the retry is another request.
-    pub fn replay(&self, fingerprint: Fingerprint) -> Result<&StoredResponse, KeyReused> {
-        if self.fingerprint == fingerprint { Ok(&self.response) } else { Err(KeyReused) }
+    pub fn replay(&self, fingerprint: Fingerprint) -> Result<&StoredAnswer, KeyReused> {
+        if self.fingerprint == fingerprint { Ok(&self.answer) } else { Err(KeyReused) }
     }
 }
 
 /// How a keyed write found its key in the store: unused, so the write did its work, stored
-/// with the record of its response; or used before, so it did nothing and returns the key's
+/// with the record of its answer; or used before, so it did nothing and returns the key's
 /// unexpired record.
 #[derive(Debug)]
 pub enum KeyUse<T> {
-    /// The key's first use: the work, done now; the record is stored with it.
+    /// The key's first use: the work, done now, with the answer stored for it.
     First(T),
     /// The key was used before: its stored record, and nothing new.
     Again(IdempotencyRecord),
 }
-
-/// Renders the response of a created pet, inside the transaction that stores it.
-pub type RenderPet = Box<dyn FnOnce(&Pet) -> StoredResponse + Send>;
-
-/// Renders the response of an order's placing, or of its refusal when the operation refused
-/// it (an animal not available, or missing); `None` for an outcome not to store (a store
-/// failure).
-pub type RenderOrder =
-    Box<dyn FnOnce(&Result<Order, PlaceOrderError>) -> Option<StoredResponse> + Send>;
 
 #[cfg(test)]
 mod tests {
@@ -239,9 +240,9 @@ mod tests {
             fingerprint,
             at,
         };
-        let response = StoredResponse { status: 201, body: "{}".into(), location: None };
-        let record = IdempotencyRecord::of(write, response.clone());
-        assert_eq!(record.replay(fingerprint), Ok(&response));
+        let answer = StoredAnswer::new(b"201 /v1/pets/1\n{}".to_vec());
+        let record = IdempotencyRecord::of(write, answer.clone());
+        assert_eq!(record.replay(fingerprint), Ok(&answer));
         assert_eq!(record.replay(Fingerprint::of("POST", "/v1/pets", b"[]")), Err(KeyReused));
         assert!(!record.is_expired(at + chrono::Duration::seconds(86_399)));
         assert!(record.is_expired(at + chrono::Duration::seconds(86_400)));

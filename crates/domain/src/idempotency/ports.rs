@@ -1,12 +1,30 @@
 //! Where idempotency records are kept.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::idempotency::model::{IdempotentWrite, KeyUse, RenderOrder, RenderPet};
+use crate::idempotency::model::{IdempotentWrite, KeyUse, StoredAnswer};
 use crate::orders::model::{NewOrder, Order, PlaceOrderError};
 use crate::pets::model::{NewPet, Pet};
 use crate::repository_error::RepositoryError;
+
+/// Encodes the answers that keyed writes store for their retries: the API's, which alone
+/// knows their shape. A store calls it inside the write's transaction, once the write knows
+/// what it made, so that the answer commits with it.
+pub trait AnswerEncoder: Send + Sync + 'static {
+    /// The answer to the request that added `pet`.
+    fn pet_created(&self, pet: &Pet) -> StoredAnswer;
+
+    /// The answer to the request that placed an order, for its outcome: the order, or the
+    /// refusal of the rules (its animal missing or not available); `None` for an outcome not
+    /// to store (a store failure), which leaves the key free for a retry.
+    fn order_placed(&self, placed: &Result<Order, PlaceOrderError>) -> Option<StoredAnswer>;
+}
+
+/// A keyed order's outcome, and the answer stored for it (none for an outcome not to store).
+pub type OrderAnswered = (Result<Order, PlaceOrderError>, Option<StoredAnswer>);
 
 /// Where idempotency records are kept, beside the pets and orders whose creation they record
 /// (`docs/api.md#idempotent-retries`): a record and what it records commit together, so that
@@ -14,8 +32,9 @@ use crate::repository_error::RepositoryError;
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// In one transaction: unless `write`'s key has an unexpired record, adds `pet` and
-    /// stores the record of `write` with the response `render` gives for it; otherwise adds
-    /// nothing and returns the record. Of concurrent calls with one key, one adds its pet.
+    /// stores the record of `write` with the answer `answers` encodes for it, and returns
+    /// both; otherwise adds nothing and returns the record. Of concurrent calls with one key,
+    /// one adds its pet.
     ///
     /// # Errors
     ///
@@ -24,11 +43,11 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         &self,
         write: IdempotentWrite,
         pet: NewPet,
-        render: RenderPet,
-    ) -> Result<KeyUse<Pet>, RepositoryError>;
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<(Pet, StoredAnswer)>, RepositoryError>;
 
     /// [`IdempotencyStore::create_pet`] for placing an order: an order the rules refuse (its
-    /// animal missing or not available) is recorded too, with the response `render` gives.
+    /// animal missing or not available) is recorded too, with the answer `answers` encodes.
     ///
     /// # Errors
     ///
@@ -37,8 +56,8 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         &self,
         write: IdempotentWrite,
         order: NewOrder,
-        render: RenderOrder,
-    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError>;
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<OrderAnswered>, RepositoryError>;
 
     /// Removes at most `batch` records created before `before`, and says how many it removed.
     ///

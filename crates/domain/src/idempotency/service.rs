@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use thiserror::Error;
 
 use crate::idempotency::model::{
-    Fingerprint, IdempotencyKey, IdempotentWrite, KeyUse, RenderOrder, RenderPet, StoredResponse,
+    Fingerprint, IdempotencyKey, IdempotentWrite, KeyUse, StoredAnswer,
 };
-use crate::idempotency::ports::IdempotencyStore;
+use crate::idempotency::ports::{AnswerEncoder, IdempotencyStore, OrderAnswered};
 use crate::keys::model::KeyId;
-use crate::orders::model::{NewOrder, Order, PlaceOrderError};
+use crate::orders::model::NewOrder;
 use crate::orders::service::to_the_second;
 use crate::pets::model::{NewPet, Pet, PetId};
 use crate::ports::Clock;
@@ -40,10 +40,10 @@ pub enum IdempotencyRefusal {
 /// What a keyed write answers.
 #[derive(Debug)]
 pub enum Answer<T> {
-    /// Done now, its response stored for the retries.
+    /// Done now, its answer stored for the retries.
     Done(T),
-    /// Done before: the stored response of the key's first request, which this one repeats.
-    Replay(StoredResponse),
+    /// Done before: the stored answer of the key's first request, which this one repeats.
+    Replay(StoredAnswer),
 }
 
 /// A key held while its request runs; dropping it frees the key in this process.
@@ -87,13 +87,18 @@ impl Running {
 pub struct IdempotencyService {
     store: Arc<dyn IdempotencyStore>,
     clock: Arc<dyn Clock>,
+    answers: Arc<dyn AnswerEncoder>,
     running: Arc<Running>,
 }
 
 impl IdempotencyService {
-    /// Records kept in `store`, timed by `clock`.
-    pub fn new(store: Arc<dyn IdempotencyStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock, running: Arc::default() }
+    /// Records kept in `store`, timed by `clock`, their answers encoded by `answers`.
+    pub fn new(
+        store: Arc<dyn IdempotencyStore>,
+        clock: Arc<dyn Clock>,
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Self {
+        Self { store, clock, answers, running: Arc::default() }
     }
 
     /// Holds `key` for a request of `owner` with `fingerprint`, until the hold is dropped.
@@ -117,8 +122,8 @@ impl IdempotencyService {
         })
     }
 
-    /// Adds `pet` under `hold`'s key, its response rendered by `render` and stored with it;
-    /// or, when the key was used before, repeats the first response.
+    /// Adds `pet` under `hold`'s key, its answer encoded and stored with it; or, when the
+    /// key was used before, repeats the first answer.
     ///
     /// # Errors
     ///
@@ -128,15 +133,15 @@ impl IdempotencyService {
         &self,
         hold: &Hold,
         pet: NewPet,
-        render: RenderPet,
-    ) -> Result<Answer<Pet>, IdempotencyRefusal> {
-        let done = self.store.create_pet(hold.write.clone(), pet, render).await?;
+    ) -> Result<Answer<(Pet, StoredAnswer)>, IdempotencyRefusal> {
+        let answers = Arc::clone(&self.answers);
+        let done = self.store.create_pet(hold.write.clone(), pet, answers).await?;
         to_answer(hold, done)
     }
 
     /// Places `pet`'s order for `hold`'s owner under its key; the outcome, refusals of the
-    /// rules included, is rendered by `render` and stored with it. A key used before repeats
-    /// the first response.
+    /// rules included, is encoded and stored with it. A key used before repeats the first
+    /// answer.
     ///
     /// # Errors
     ///
@@ -145,10 +150,10 @@ impl IdempotencyService {
         &self,
         hold: &Hold,
         pet: PetId,
-        render: RenderOrder,
-    ) -> Result<Answer<Result<Order, PlaceOrderError>>, IdempotencyRefusal> {
+    ) -> Result<Answer<OrderAnswered>, IdempotencyRefusal> {
         let order = NewOrder { pet_id: pet, owner: hold.write.owner.clone(), at: hold.write.at };
-        let done = self.store.place_order(hold.write.clone(), order, render).await?;
+        let answers = Arc::clone(&self.answers);
+        let done = self.store.place_order(hold.write.clone(), order, answers).await?;
         to_answer(hold, done)
     }
 
@@ -166,7 +171,7 @@ impl IdempotencyService {
     }
 }
 
-/// What a keyed write's outcome answers: the work, or the first response when the request
+/// What a keyed write's outcome answers: the work, or the first answer when the request
 /// is the same, or the refusal of a key used for another.
 fn to_answer<T>(hold: &Hold, done: KeyUse<T>) -> Result<Answer<T>, IdempotencyRefusal> {
     match done {

@@ -9,9 +9,9 @@ use animal_store_domain::{
     Event, EventId, EventLog, EventObject, EventType, Fingerprint, IdempotencyKey,
     IdempotencyStore, IdempotentWrite, KeyId, KeyUse, NewOrder, Order, OrderRepository,
     OrderStatus, Pet, PetChanges, PetName, PetPatch, PetRepository, PetStatus, Precondition,
-    StoredResponse,
 };
 
+use super::idempotency::answers;
 use super::new_pet;
 use crate::testing::ManualClock;
 
@@ -44,12 +44,6 @@ fn keyed(owner_name: &str, key: &str, when: i64) -> IdempotentWrite {
         fingerprint: Fingerprint::of("POST", "/v1/x", key.as_bytes()),
         at: at(when),
     }
-}
-
-/// The response a keyed write stores: naming what it created, as the API's do, so that
-/// two writes never store the same record.
-fn stored(id: i64) -> StoredResponse {
-    StoredResponse { status: 201, body: format!("{{\"id\":{id}}}"), location: None }
 }
 
 /// Every event `reader` sees, oldest first.
@@ -173,25 +167,21 @@ async fn keyed_writes(stores: &EventStores<'_>, alice: &KeyId) {
     let mark = last(&all(stores.events, alice).await);
     let write = keyed("alice0000000", "create-1", 50);
     let pet = new_pet("Bella", 3, PetStatus::Available);
-    let KeyUse::First(bella) = stores
+    let KeyUse::First((bella, _)) = stores
         .idempotency
-        .create_pet(write.clone(), pet.clone(), Box::new(|pet: &Pet| stored(pet.id.get())))
+        .create_pet(write.clone(), pet.clone(), answers())
         .await
         .expect("a keyed add")
     else {
         panic!("a new key adds its pet");
     };
-    let replay =
-        stores.idempotency.create_pet(write, pet, Box::new(|pet: &Pet| stored(pet.id.get()))).await;
+    let replay = stores.idempotency.create_pet(write, pet, answers()).await;
     assert!(matches!(replay, Ok(KeyUse::Again(_))), "a retry replays: {replay:?}");
     let order = NewOrder { pet_id: bella.id, owner: alice.clone(), at: at(60) };
     let place = keyed("alice0000000", "order-1", 60);
-    let render = || -> animal_store_domain::RenderOrder {
-        Box::new(|placed| placed.as_ref().ok().map(|order| stored(order.id.get())))
-    };
-    let placed = stores.idempotency.place_order(place.clone(), order.clone(), render()).await;
-    let Ok(KeyUse::First(Ok(placed))) = placed else { panic!("a keyed order is placed") };
-    let replay = stores.idempotency.place_order(place, order, render()).await;
+    let placed = stores.idempotency.place_order(place.clone(), order.clone(), answers()).await;
+    let Ok(KeyUse::First((Ok(placed), _))) = placed else { panic!("a keyed order is placed") };
+    let replay = stores.idempotency.place_order(place, order, answers()).await;
     assert!(matches!(replay, Ok(KeyUse::Again(_))), "a retried order replays");
     assert_eq!(
         since(stores.events, alice, mark).await,
@@ -270,10 +260,9 @@ pub async fn events_on_one_clock(stores: &EventStores<'_>, clock: &ManualClock) 
     let patch = PetPatch { status: Some(PetStatus::Sold), ..PetPatch::default() };
     stores.changes.update(rex.id, patch, None).await.expect("sell Rex");
     let write = IdempotentWrite { at: then, ..keyed("alice0000000", "one-clock", 0) };
-    let stored_max = Box::new(|pet: &Pet| stored(pet.id.get()));
     let max = new_pet("Max", 2, PetStatus::Available);
-    let created = stores.idempotency.create_pet(write, max, stored_max).await;
-    let Ok(KeyUse::First(max)) = created else { panic!("a keyed add: {created:?}") };
+    let created = stores.idempotency.create_pet(write, max, answers()).await;
+    let Ok(KeyUse::First((max, _))) = created else { panic!("a keyed add: {created:?}") };
     let order = NewOrder { pet_id: max.id, owner: alice.clone(), at: then };
     stores.orders.place(order).await.expect("an order for Max");
 

@@ -5,9 +5,12 @@
 use chrono::{DateTime, Duration, TimeZone as _, Utc};
 use futures_util::future::join_all;
 
+use std::sync::Arc;
+
 use animal_store_domain::{
-    Fingerprint, IdempotencyKey, IdempotencyRecord, IdempotencyStore, IdempotentWrite, KeyId,
-    KeyUse, NewOrder, OrderRepository, PetRepository, PetStatus, PlaceOrderError, StoredResponse,
+    AnswerEncoder, Fingerprint, IdempotencyKey, IdempotencyRecord, IdempotencyStore,
+    IdempotentWrite, KeyId, KeyUse, NewOrder, Order, OrderRepository, Pet, PetId, PetRepository,
+    PetStatus, PlaceOrderError, StoredAnswer,
 };
 
 use super::new_pet;
@@ -35,12 +38,39 @@ fn write(owner: &str, key: &str, body: &[u8], when: i64) -> IdempotentWrite {
     }
 }
 
-fn created(id: i64) -> StoredResponse {
-    StoredResponse {
-        status: 201,
-        body: format!("{{\"id\":{id}}}"),
-        location: Some(format!("/v1/pets/{id}")),
+/// The answer of a write that made `id`: naming what it made, as the API's do, so that two
+/// writes never store the same record.
+pub(super) fn created(id: i64) -> StoredAnswer {
+    StoredAnswer::new(format!("created {id}").into_bytes())
+}
+
+/// The answer of an order refused because its animal is not available.
+fn not_available() -> StoredAnswer {
+    StoredAnswer::new(b"not available".to_vec())
+}
+
+/// The answers of these cases: a pet's and an order's name what the write made; of the
+/// refusals, one for an animal not available, and none for a missing animal, which leaves
+/// the key free.
+pub(super) struct Answers;
+
+impl AnswerEncoder for Answers {
+    fn pet_created(&self, pet: &Pet) -> StoredAnswer {
+        created(pet.id.get())
     }
+
+    fn order_placed(&self, placed: &Result<Order, PlaceOrderError>) -> Option<StoredAnswer> {
+        match placed {
+            Ok(order) => Some(created(order.id.get())),
+            Err(PlaceOrderError::PetNotAvailable { .. }) => Some(not_available()),
+            Err(_) => None,
+        }
+    }
+}
+
+/// The answers of these cases, as the stores take them.
+pub(super) fn answers() -> Arc<dyn AnswerEncoder> {
+    Arc::new(Answers)
 }
 
 /// What a client's retry of `write` finds: the key's record, when it has an unexpired one
@@ -50,7 +80,7 @@ async fn retry(
     write: IdempotentWrite,
 ) -> Option<IdempotencyRecord> {
     let pet = new_pet("Retried", 1, PetStatus::Available);
-    match records.create_pet(write, pet, Box::new(|pet| created(pet.id.get()))).await {
+    match records.create_pet(write, pet, answers()).await {
         Ok(KeyUse::Again(record)) => Some(record),
         Ok(KeyUse::First(_)) => None,
         Err(err) => panic!("a retry: {err}"),
@@ -67,14 +97,11 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
     let first = write("ownera000000", "key-1", b"{\"name\":\"Rex\"}", 0);
 
     let done = records
-        .create_pet(
-            first.clone(),
-            new_pet("Rex", 1, PetStatus::Available),
-            Box::new(|pet| created(pet.id.get())),
-        )
+        .create_pet(first.clone(), new_pet("Rex", 1, PetStatus::Available), answers())
         .await
         .expect("create");
-    let KeyUse::First(pet) = done else { panic!("a new key does the work: {done:?}") };
+    let KeyUse::First((pet, answer)) = done else { panic!("a new key does the work: {done:?}") };
+    assert_eq!(answer, created(pet.id.get()), "the answer encoded for the pet");
     assert_eq!(
         stores.pets.get(pet.id).await.expect("get").as_ref(),
         Some(&pet),
@@ -82,7 +109,7 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
     );
     let record = retry(records, write("ownera000000", "key-1", b"{}", 1)).await.expect("a record");
     assert_eq!(
-        (record.fingerprint, &record.response, record.created_at),
+        (record.fingerprint, &record.answer, record.created_at),
         (first.fingerprint, &created(pet.id.get()), at(0))
     );
 
@@ -93,7 +120,7 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
             .create_pet(
                 write("ownera000000", "key-1", body, 5),
                 new_pet("Rex", 1, PetStatus::Available),
-                Box::new(|_| created(0)),
+                answers(),
             )
             .await
             .expect("create");
@@ -106,7 +133,7 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
         .create_pet(
             write("ownerb000000", "key-1", b"{}", 6),
             new_pet("Bella", 1, PetStatus::Available),
-            Box::new(|pet| created(pet.id.get())),
+            answers(),
         )
         .await
         .expect("create");
@@ -117,14 +144,14 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
         .create_pet(
             write("ownera000000", "key-1", b"{}", 86_400),
             new_pet("Rex", 1, PetStatus::Available),
-            Box::new(|pet| created(pet.id.get())),
+            answers(),
         )
         .await
         .expect("create");
-    let KeyUse::First(later) = later else { panic!("an expired key does the work again") };
+    let KeyUse::First((later, _)) = later else { panic!("an expired key does the work again") };
     let replaced =
         retry(records, write("ownera000000", "key-1", b"{}", 86_401)).await.expect("a record");
-    assert_eq!(replaced.response, created(later.id.get()));
+    assert_eq!(replaced.answer, created(later.id.get()));
 
     orders(stores).await;
     one_key_at_once(stores).await;
@@ -132,8 +159,8 @@ pub async fn idempotency_store(stores: &IdempotencyStores<'_>) {
     sweeping(stores).await;
 }
 
-/// Orders: the placing is recorded, and so is a refusal the render keeps; an outcome it does
-/// not keep frees the key.
+/// Orders: the placing is recorded, and so is a refusal the encoder answers; an outcome it
+/// answers nothing for frees the key.
 async fn orders(stores: &IdempotencyStores<'_>) {
     let records = stores.records;
     let pet =
@@ -141,17 +168,13 @@ async fn orders(stores: &IdempotencyStores<'_>) {
     let owner = KeyId::new("ownera000000").expect("a key id");
     let order = || NewOrder { pet_id: pet, owner: owner.clone(), at: at(100) };
     let placed = records
-        .place_order(
-            write("ownera000000", "order-1", b"{}", 100),
-            order(),
-            Box::new(|placed| placed.as_ref().ok().map(|order| created(order.id.get()))),
-        )
+        .place_order(write("ownera000000", "order-1", b"{}", 100), order(), answers())
         .await
         .expect("place");
-    assert!(matches!(placed, KeyUse::First(Ok(_))), "{placed:?}");
-    let again = records
-        .place_order(write("ownera000000", "order-1", b"{}", 101), order(), Box::new(|_| None))
-        .await;
+    let KeyUse::First((Ok(placed), answer)) = placed else { panic!("placed: {placed:?}") };
+    assert_eq!(answer, Some(created(placed.id.get())));
+    let again =
+        records.place_order(write("ownera000000", "order-1", b"{}", 101), order(), answers()).await;
     assert!(matches!(again.expect("place"), KeyUse::Again(_)));
     assert_eq!(
         stores.orders.list(&owner, None, None, 100).await.expect("list").len(),
@@ -159,32 +182,24 @@ async fn orders(stores: &IdempotencyStores<'_>) {
         "placed once"
     );
 
-    let conflict = StoredResponse { status: 409, body: "{}".to_owned(), location: None };
-    let kept = conflict.clone();
     let refused = records
-        .place_order(
-            write("ownera000000", "order-2", b"{}", 102),
-            order(),
-            Box::new(move |placed| {
-                matches!(placed, Err(PlaceOrderError::PetNotAvailable { .. })).then_some(kept)
-            }),
-        )
+        .place_order(write("ownera000000", "order-2", b"{}", 102), order(), answers())
         .await
         .expect("place");
-    assert!(matches!(refused, KeyUse::First(Err(PlaceOrderError::PetNotAvailable { .. }))));
+    assert!(matches!(refused, KeyUse::First((Err(PlaceOrderError::PetNotAvailable { .. }), _))));
     let record = retry(records, write("ownera000000", "order-2", b"{}", 103)).await;
     assert_eq!(
-        record.map(|r| r.response),
-        Some(conflict),
+        record.map(|r| r.answer),
+        Some(not_available()),
         "a refusal of the operation is recorded"
     );
 
-    let unkept = records
-        .place_order(write("ownera000000", "order-3", b"{}", 104), order(), Box::new(|_| None))
-        .await;
-    assert!(matches!(unkept.expect("place"), KeyUse::First(Err(_))));
+    let missing = NewOrder { pet_id: PetId::new(i64::MAX), owner: owner.clone(), at: at(104) };
+    let unkept =
+        records.place_order(write("ownera000000", "order-3", b"{}", 104), missing, answers()).await;
+    assert!(matches!(unkept.expect("place"), KeyUse::First((Err(_), None))));
     let record = retry(records, write("ownera000000", "order-3", b"{}", 105)).await;
-    assert!(record.is_none(), "an outcome the render does not keep leaves the key free");
+    assert!(record.is_none(), "an outcome the encoder answers nothing for leaves the key free");
 }
 
 /// Of concurrent writes with one key, one does the work.
@@ -194,7 +209,7 @@ async fn one_key_at_once(stores: &IdempotencyStores<'_>) {
         stores.records.create_pet(
             write("ownerc000000", "contested", b"{}", 200 + i),
             new_pet("Contested", 1, PetStatus::Available),
-            Box::new(|pet| created(pet.id.get())),
+            answers(),
         )
     });
     let outcomes = join_all(attempts).await;
@@ -213,8 +228,7 @@ async fn one_key_at_once(stores: &IdempotencyStores<'_>) {
 /// together, then remove those of keys used before, must keep each key to its own pet).
 async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
     let used = write("ownere000000", "many-used", b"{}", 300);
-    let render = |pet: &animal_store_domain::Pet| created(pet.id.get());
-    records_of(stores, used.clone(), render).await;
+    records_of(stores, used.clone()).await;
     let before = count_pets(stores).await;
     let keys: Vec<String> =
         (0..24).map(|i| format!("many-{}", i % 16)).chain(["many-used".to_owned()]).collect();
@@ -222,14 +236,14 @@ async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
         stores.records.create_pet(
             write("ownere000000", key, b"{}", 301),
             new_pet(&format!("Pet {key}"), 1, PetStatus::Available),
-            Box::new(render),
+            answers(),
         )
     });
     let outcomes = join_all(attempts).await;
     let done: Vec<_> = outcomes
         .iter()
         .filter_map(|o| match o {
-            Ok(KeyUse::First(pet)) => Some(pet.clone()),
+            Ok(KeyUse::First((pet, _))) => Some(pet.clone()),
             _ => None,
         })
         .collect();
@@ -239,22 +253,15 @@ async fn many_keys_at_once(stores: &IdempotencyStores<'_>) {
         let key = pet.name.as_str().trim_start_matches("Pet ");
         let record = retry(stores.records, write("ownere000000", key, b"{}", 302)).await;
         let record = record.expect("each key has its record");
-        assert_eq!(record.response, created(pet.id.get()), "{key}: its record names its own pet");
+        assert_eq!(record.answer, created(pet.id.get()), "{key}: its record names its own pet");
         let kept = stores.pets.get(pet.id).await.expect("get");
         assert_eq!(kept.as_ref(), Some(pet), "{key}: its pet is stored, not another's removed");
     }
 }
 
-async fn records_of(
-    stores: &IdempotencyStores<'_>,
-    write: IdempotentWrite,
-    render: impl FnOnce(&animal_store_domain::Pet) -> StoredResponse + Send + 'static,
-) {
-    let done = stores.records.create_pet(
-        write,
-        new_pet("Used", 1, PetStatus::Available),
-        Box::new(render),
-    );
+async fn records_of(stores: &IdempotencyStores<'_>, write: IdempotentWrite) {
+    let done =
+        stores.records.create_pet(write, new_pet("Used", 1, PetStatus::Available), answers());
     assert!(matches!(done.await.expect("create"), KeyUse::First(_)));
 }
 
@@ -264,21 +271,13 @@ async fn sweeping(stores: &IdempotencyStores<'_>) {
     for i in 0..5 {
         let old = write("ownerd000000", &format!("old-{i}"), b"{}", 1_000 + i);
         records
-            .create_pet(
-                old,
-                new_pet("Old", 1, PetStatus::Available),
-                Box::new(|pet| created(pet.id.get())),
-            )
+            .create_pet(old, new_pet("Old", 1, PetStatus::Available), answers())
             .await
             .expect("create");
     }
     let fresh = write("ownerd000000", "fresh", b"{}", 5_000);
     records
-        .create_pet(
-            fresh.clone(),
-            new_pet("Fresh", 1, PetStatus::Available),
-            Box::new(|pet| created(pet.id.get())),
-        )
+        .create_pet(fresh.clone(), new_pet("Fresh", 1, PetStatus::Available), answers())
         .await
         .expect("create");
     // Everything before 1,005 s: the five old ones, and those of the checks above.

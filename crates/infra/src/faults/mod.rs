@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use animal_store_domain::{
-    ChangePetError, Event, EventId, EventLog, EventType, IdempotencyStore, IdempotentWrite,
-    Inventory, KeyId, KeyUse, NewOrder, NewPet, Order, OrderId, OrderRepository, OrderStatus, Pet,
-    PetChanges, PetId, PetPatch, PetRepository, PetStatus, PlaceOrderError, Precondition,
-    RenderOrder, RenderPet, RepositoryError, UpdateOrderError,
+    AnswerEncoder, ChangePetError, Event, EventId, EventLog, EventType, IdempotencyStore,
+    IdempotentWrite, Inventory, KeyId, KeyUse, NewOrder, NewPet, Order, OrderAnswered, OrderId,
+    OrderRepository, OrderStatus, Pet, PetChanges, PetId, PetPatch, PetRepository, PetStatus,
+    PlaceOrderError, Precondition, RepositoryError, StoredAnswer, UpdateOrderError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -297,20 +297,20 @@ impl IdempotencyStore for FaultyIdempotencyStore {
         &self,
         write: IdempotentWrite,
         pet: NewPet,
-        render: RenderPet,
-    ) -> Result<KeyUse<Pet>, RepositoryError> {
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<(Pet, StoredAnswer)>, RepositoryError> {
         self.injector.call().await?;
-        self.inner.create_pet(write, pet, render).await
+        self.inner.create_pet(write, pet, answers).await
     }
 
     async fn place_order(
         &self,
         write: IdempotentWrite,
         order: NewOrder,
-        render: RenderOrder,
-    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<OrderAnswered>, RepositoryError> {
         self.injector.call().await?;
-        self.inner.place_order(write, order, render).await
+        self.inner.place_order(write, order, answers).await
     }
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {

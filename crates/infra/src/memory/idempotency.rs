@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use animal_store_domain::{
-    IdempotencyKey, IdempotencyRecord, IdempotencyStore, IdempotentWrite, KeyId, KeyUse, NewOrder,
-    NewPet, Order, Pet, PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
+    AnswerEncoder, IdempotencyKey, IdempotencyRecord, IdempotencyStore, IdempotentWrite, KeyId,
+    KeyUse, NewOrder, NewPet, OrderAnswered, Pet, RepositoryError, StoredAnswer,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -54,34 +54,36 @@ impl IdempotencyStore for MemoryIdempotencyStore {
         &self,
         write: IdempotentWrite,
         pet: NewPet,
-        render: RenderPet,
-    ) -> Result<KeyUse<Pet>, RepositoryError> {
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<(Pet, StoredAnswer)>, RepositoryError> {
         let mut records = self.records();
         if let Some(record) = existing(&mut records, &write) {
             return Ok(KeyUse::Again(record));
         }
         let pet = self.pets.add(pet);
-        let record = IdempotencyRecord::of(write, render(&pet));
+        let answer = answers.pet_created(&pet);
+        let record = IdempotencyRecord::of(write, answer.clone());
         records.insert((record.owner.clone(), record.idempotency_key.clone()), record);
-        Ok(KeyUse::First(pet))
+        Ok(KeyUse::First((pet, answer)))
     }
 
     async fn place_order(
         &self,
         write: IdempotentWrite,
         order: NewOrder,
-        render: RenderOrder,
-    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<OrderAnswered>, RepositoryError> {
         let mut records = self.records();
         if let Some(record) = existing(&mut records, &write) {
             return Ok(KeyUse::Again(record));
         }
         let placed = self.orders.add(order);
-        if let Some(response) = render(&placed) {
-            let record = IdempotencyRecord::of(write, response);
+        let answer = answers.order_placed(&placed);
+        if let Some(answer) = &answer {
+            let record = IdempotencyRecord::of(write, answer.clone());
             records.insert((record.owner.clone(), record.idempotency_key.clone()), record);
         }
-        Ok(KeyUse::First(placed))
+        Ok(KeyUse::First((placed, answer)))
     }
 
     async fn sweep(&self, before: DateTime<Utc>, batch: usize) -> Result<usize, RepositoryError> {

@@ -4,7 +4,7 @@
 //! [`writer`](crate::sql::writer::thread)), in one transaction: it claims the key by inserting its
 //! record (`INSERT ... ON CONFLICT DO UPDATE ... WHERE` the record there has expired, see
 //! [`records`](crate::sql::rows::records)), does the work, then fills the record in with the
-//! response. A key already claimed inserts nothing, and the job returns the record instead of doing
+//! answer. A key already claimed inserts nothing, and the job returns the record instead of doing
 //! the work. On PostgreSQL, a second process claiming the same key waits on the first one's row
 //! until it commits, then finds the record: one of them does the work.
 //!
@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use animal_store_domain::{
-    IdempotencyStore, IdempotentWrite, KeyUse, NewEvent, NewOrder, NewPet, Order, Pet,
-    PlaceOrderError, RenderOrder, RenderPet, RepositoryError,
+    AnswerEncoder, IdempotencyStore, IdempotentWrite, KeyUse, NewEvent, NewOrder, NewPet,
+    OrderAnswered, Pet, RepositoryError, StoredAnswer,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -49,18 +49,19 @@ async fn place_order(
     txn: &DatabaseTransaction,
     write: IdempotentWrite,
     order: NewOrder,
-    render: RenderOrder,
-) -> Result<(KeyUse<Result<Order, PlaceOrderError>>, Vec<NewEvent>), DbErr> {
+    answers: Arc<dyn AnswerEncoder>,
+) -> Result<(KeyUse<OrderAnswered>, Vec<NewEvent>), DbErr> {
     if let Some(record) = claim(txn, &write).await? {
         return Ok((KeyUse::Again(record), Vec::new()));
     }
     let (placed, events) = orders::place(txn, order).await?;
-    match render(&placed) {
-        Some(response) => fill(txn, &write, response).await?,
+    let answer = answers.order_placed(&placed);
+    match &answer {
+        Some(answer) => fill(txn, &write, answer).await?,
         // Not an outcome to store: the key is free again.
         None => free(txn, &write).await?,
     }
-    Ok((KeyUse::First(placed), events))
+    Ok((KeyUse::First((placed, answer)), events))
 }
 
 #[async_trait]
@@ -69,18 +70,18 @@ impl IdempotencyStore for SeaOrmIdempotencyStore {
         &self,
         write: IdempotentWrite,
         pet: NewPet,
-        render: RenderPet,
-    ) -> Result<KeyUse<Pet>, RepositoryError> {
-        self.writer.add_keyed_pet(write, pet, render).await
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<(Pet, StoredAnswer)>, RepositoryError> {
+        self.writer.add_keyed_pet(write, pet, answers).await
     }
 
     async fn place_order(
         &self,
         write: IdempotentWrite,
         order: NewOrder,
-        render: RenderOrder,
-    ) -> Result<KeyUse<Result<Order, PlaceOrderError>>, RepositoryError> {
-        self.writer.change(move |txn| Box::pin(place_order(txn, write, order, render))).await
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<OrderAnswered>, RepositoryError> {
+        self.writer.change(move |txn| Box::pin(place_order(txn, write, order, answers))).await
     }
 
     /// Reads up to `batch` expired keys on a reader connection (no index: the table's oldest

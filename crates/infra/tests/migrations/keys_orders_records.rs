@@ -3,11 +3,13 @@
 use animal_store_domain::{
     ApiKey, ApiKeySecret, ApiKeyStore, Environment, Fingerprint, IdempotencyKey, IdempotencyStore,
     IdempotentWrite, KeyId, KeyUse, NewOrder, OrderRepository, PetRepository, PetStatus, Plan,
-    Rotation, StoredResponse,
+    Rotation, StoredAnswer,
 };
 use animal_store_infra::testing::databases::{SqliteFile, fresh_postgres_url, upgraded};
 
-use crate::digest_literal;
+use sea_orm::ConnectionTrait as _;
+
+use crate::{answers, digest_literal};
 
 /// `m0002_create_api_keys` on a database that holds pets: the pets stay, keys can be stored.
 async fn api_keys_join_a_database_with_pets(url: &str) {
@@ -149,17 +151,9 @@ async fn idempotency_keys_join_a_database_with_orders(url: &str) {
         category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
         status: PetStatus::Available,
     };
-    // As the API's: the response names the pet it created.
-    let render = || {
-        Box::new(|pet: &animal_store_domain::Pet| StoredResponse {
-            status: 201,
-            body: format!("{{\"id\":{}}}", pet.id.get()),
-            location: None,
-        })
-    };
-    let done = db.idempotency().create_pet(write.clone(), pet.clone(), render()).await;
+    let done = db.idempotency().create_pet(write.clone(), pet.clone(), answers()).await;
     assert!(matches!(done.expect("a keyed write"), KeyUse::First(_)));
-    let retried = db.idempotency().create_pet(write, pet, render()).await;
+    let retried = db.idempotency().create_pet(write, pet, answers()).await;
     assert!(matches!(retried.expect("a retry"), KeyUse::Again(_)), "the write is recorded");
     db.close().await;
 }
@@ -207,15 +201,11 @@ async fn the_sweep_needs_no_index_on_created_at(url: &str) {
             category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
             status: PetStatus::Available,
         };
-        let render = Box::new(|_: &animal_store_domain::Pet| StoredResponse {
-            status: 201,
-            body: "{}".into(),
-            location: None,
-        });
-        db.idempotency().create_pet(write, pet, render).await
+        db.idempotency().create_pet(write, pet, answers()).await
     };
     let kept = retry.expect("a retry");
-    assert!(matches!(kept, KeyUse::Again(ref r) if r.response.body == "{}"), "{kept:?}");
+    let answer = StoredAnswer::new(b"201 \n{}".to_vec());
+    assert!(matches!(kept, KeyUse::Again(ref r) if r.answer == answer), "{kept:?}");
     db.close().await;
 }
 
@@ -228,5 +218,71 @@ async fn the_sweep_needs_no_index_on_created_at_on_sqlite() {
 async fn the_sweep_needs_no_index_on_created_at_on_postgres() {
     if let Some(url) = fresh_postgres_url().await {
         the_sweep_needs_no_index_on_created_at(&url).await;
+    }
+}
+
+/// `m20261202_000013_stored_answers` on a database whose records the binary before stored
+/// in `status`, `body` and `location`: they answer a retry as they did, and a record stored
+/// after the upgrade fills those columns in too, for that binary while it still runs.
+async fn stored_answers_beside_the_previous_columns(url: &str) {
+    let digest = digest_literal(url, "00");
+    let records = format!(
+        "INSERT INTO idempotency_keys (owner, key, fingerprint, status, body, location, created_at) \
+         VALUES ('oldkey000001', 'before', {digest}, 201, '{{\"id\":1}}', '/v1/pets/1', \
+         '2027-01-15 08:00:00+00:00')"
+    );
+    let seed = [
+        "INSERT INTO pets (name, category_id, status) VALUES ('Old Rex', 2, 'available')",
+        records.as_str(),
+    ];
+    let db = upgraded(url, 12, &seed).await;
+    let now = chrono::DateTime::parse_from_rfc3339("2027-01-15T09:00:00Z").expect("an instant");
+    let write = |key: &str| IdempotentWrite {
+        owner: KeyId::new("oldkey000001").expect("a key id"),
+        idempotency_key: IdempotencyKey::new(key).expect("a key"),
+        fingerprint: Fingerprint::from_bytes([0; 32]),
+        at: now.to_utc(),
+    };
+    let pet = || animal_store_domain::NewPet {
+        name: animal_store_domain::PetName::new("New").expect("a name"),
+        category_id: animal_store_domain::CategoryId::new(1).expect("a category"),
+        status: PetStatus::Available,
+    };
+    let retried = db.idempotency().create_pet(write("before"), pet(), answers()).await;
+    let before = StoredAnswer::new(b"201 /v1/pets/1\n{\"id\":1}".to_vec());
+    let retried = retried.expect("a retry");
+    assert!(matches!(retried, KeyUse::Again(ref r) if r.answer == before), "{retried:?}");
+
+    let done = db.idempotency().create_pet(write("after"), pet(), answers()).await;
+    let Ok(KeyUse::First((added, _))) = done else { panic!("a keyed write: {done:?}") };
+    let sql = sea_orm::Database::connect(url).await.expect("a connection");
+    let row = sql
+        .query_one_raw(sea_orm::Statement::from_string(
+            sql.get_database_backend(),
+            "SELECT status, body, location FROM idempotency_keys WHERE key = 'after'",
+        ))
+        .await
+        .expect("read the record")
+        .expect("a record");
+    let columns: (i32, String, Option<String>) = (
+        row.try_get("", "status").expect("status"),
+        row.try_get("", "body").expect("body"),
+        row.try_get("", "location").expect("location"),
+    );
+    let id = added.id;
+    assert_eq!(columns, (201, format!("{{\"id\":{id}}}"), Some(format!("/v1/pets/{id}"))));
+    sql.close().await.expect("close");
+    db.close().await;
+}
+
+#[tokio::test]
+async fn stored_answers_beside_the_previous_columns_on_sqlite() {
+    stored_answers_beside_the_previous_columns(&SqliteFile::new().url).await;
+}
+
+#[tokio::test]
+async fn stored_answers_beside_the_previous_columns_on_postgres() {
+    if let Some(url) = fresh_postgres_url().await {
+        stored_answers_beside_the_previous_columns(&url).await;
     }
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use animal_store_domain::{
     Fingerprint, IdempotencyKey, IdempotencyRecord, IdempotentWrite, KeyId, RepositoryError,
-    StoredResponse,
+    StoredAnswer,
 };
 use sea_orm::sea_query::{
     CommonTableExpression, Expr, ExprTrait as _, InsertStatement, OnConflict, Query, WithClause,
@@ -21,19 +21,19 @@ use crate::sql::schema::entity::idempotency_key as record;
 
 /// The record a row holds.
 fn to_record(row: record::Model) -> Result<IdempotencyRecord, RepositoryError> {
-    let record::Model { owner, key, fingerprint, status, body, location, created_at } = row;
+    let record::Model { owner, key, fingerprint, answer, status, body, location, created_at } = row;
     let fingerprint: [u8; 32] = fingerprint
         .try_into()
         .map_err(|_| corrupt("idempotency_keys", "a fingerprint of another length"))?;
+    let answer = match answer {
+        Some(answer) => StoredAnswer::new(answer),
+        None => previous_release::answer(status, &body, location.as_deref()),
+    };
     Ok(IdempotencyRecord {
         owner: KeyId::new(&owner).map_err(|e| corrupt("idempotency_keys", e))?,
         idempotency_key: IdempotencyKey::new(&key).map_err(|e| corrupt("idempotency_keys", e))?,
         fingerprint: Fingerprint::from_bytes(fingerprint),
-        response: StoredResponse {
-            status: u16::try_from(status).map_err(|e| corrupt("idempotency_keys", e))?,
-            body,
-            location,
-        },
+        answer,
         created_at,
     })
 }
@@ -54,21 +54,22 @@ pub(crate) async fn claim(
     txn: &DatabaseTransaction,
     write: &IdempotentWrite,
 ) -> Result<Option<IdempotencyRecord>, DbErr> {
-    let unfilled = StoredResponse { status: 0, body: String::new(), location: None };
-    let placeholder = IdempotencyRecord::of(write.clone(), unfilled);
+    let placeholder = IdempotencyRecord::of(write.clone(), StoredAnswer::new(Vec::new()));
     Ok(claim_all(txn, &[&placeholder], None).await?.pop().flatten())
 }
 
-/// In `txn`: fills the claimed record of `write` in with `response`.
+/// In `txn`: fills the claimed record of `write` in with `answer`.
 pub(crate) async fn fill(
     txn: &DatabaseTransaction,
     write: &IdempotentWrite,
-    response: StoredResponse,
+    answer: &StoredAnswer,
 ) -> Result<(), DbErr> {
+    let (status, body, location) = previous_release::columns(answer);
     record::Entity::update_many()
-        .col_expr(record::Column::Status, Expr::value(i32::from(response.status)))
-        .col_expr(record::Column::Body, Expr::value(response.body))
-        .col_expr(record::Column::Location, Expr::value(response.location))
+        .col_expr(record::Column::Answer, Expr::value(answer.as_bytes().to_vec()))
+        .col_expr(record::Column::Status, Expr::value(status))
+        .col_expr(record::Column::Body, Expr::value(body))
+        .col_expr(record::Column::Location, Expr::value(location))
         .filter(the_key(write.owner.as_str(), write.idempotency_key.as_str()))
         .exec(txn)
         .await
@@ -153,8 +154,8 @@ fn keys<'r>(records: &[&'r IdempotencyRecord]) -> Vec<(&'r str, &'r str)> {
 
 /// Once `records` tried to claim their keys, whose records are `stored` now: for each of
 /// them in order, the record of its key when it is not that one, which another write
-/// claimed before. A record is told from another by its content: a response names what its
-/// write created (a new pet's id, an unfilled record's status 0), so two writes never store
+/// claimed before. A record is told from another by its content: an answer names what its
+/// write created (a new pet's id; an unfilled record's is empty), so two writes never store
 /// the same record.
 fn claimed_before(
     records: &[&IdempotencyRecord],
@@ -183,10 +184,11 @@ fn claimed_before(
 const ALONGSIDE: &str = "alongside";
 
 /// The columns of a record, the key's two first.
-const COLUMNS: [record::Column; 7] = [
+const COLUMNS: [record::Column; 8] = [
     record::Column::Owner,
     record::Column::Key,
     record::Column::Fingerprint,
+    record::Column::Answer,
     record::Column::Status,
     record::Column::Body,
     record::Column::Location,
@@ -194,14 +196,16 @@ const COLUMNS: [record::Column; 7] = [
 ];
 
 /// The values of `record`, in the order of [`COLUMNS`].
-fn row(record: &IdempotencyRecord) -> [Expr; 7] {
+fn row(record: &IdempotencyRecord) -> [Expr; 8] {
+    let (status, body, location) = previous_release::columns(&record.answer);
     [
         record.owner.as_str().into(),
         record.idempotency_key.as_str().into(),
         record.fingerprint.to_bytes().to_vec().into(),
-        i32::from(record.response.status).into(),
-        record.response.body.as_str().into(),
-        record.response.location.clone().into(),
+        record.answer.as_bytes().to_vec().into(),
+        status.into(),
+        body.into(),
+        location.into(),
         record.created_at.into(),
     ]
 }
@@ -222,4 +226,50 @@ fn find_keys(keys: &[(&str, &str)]) -> sea_orm::Select<record::Entity> {
 /// The records `rows` hold, read inside a write's transaction.
 fn to_records(rows: Vec<record::Model>) -> Result<Vec<IdempotencyRecord>, DbErr> {
     rows.into_iter().map(|row| to_record(row).map_err(|e| in_write(&e))).collect()
+}
+
+/// The columns the release before this one reads and writes a record's answer in (`status`,
+/// `body`, `location`), kept filled while both may run on one database (see
+/// `docs/operations.md#upgrades`). This is the one place outside the API that reads its
+/// answers' encoding: the status and the `Location` on the first line (`201 /v1/pets/7`),
+/// the body after it.
+///
+/// Contract: once no binary before the `answer` column runs, a `Contract` migration drops
+/// these columns, and this module goes with them.
+mod previous_release {
+    use animal_store_domain::StoredAnswer;
+
+    /// The status, body and `Location` of `answer`, as the release before stores them; an
+    /// empty answer (a key claimed, not yet filled in) has the status 0.
+    pub(super) fn columns(answer: &StoredAnswer) -> (i32, String, Option<String>) {
+        let text = String::from_utf8_lossy(answer.as_bytes());
+        let (head, body) = text.split_once('\n').unwrap_or((&text, ""));
+        let (status, location) = head.split_once(' ').unwrap_or((head, ""));
+        let location = (!location.is_empty()).then(|| location.to_owned());
+        (status.parse().unwrap_or(0), body.to_owned(), location)
+    }
+
+    /// The answer of a record the release before stored.
+    pub(super) fn answer(status: i32, body: &str, location: Option<&str>) -> StoredAnswer {
+        let location = location.unwrap_or_default();
+        StoredAnswer::new(format!("{status} {location}\n{body}").into_bytes())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn the_columns_of_an_answer_give_it_back() {
+            let created = answer(201, r#"{"id":7}"#, Some("/v1/pets/7"));
+            assert_eq!(created.as_bytes(), b"201 /v1/pets/7\n{\"id\":7}");
+            assert_eq!(
+                columns(&created),
+                (201, r#"{"id":7}"#.to_owned(), Some("/v1/pets/7".into()))
+            );
+            let refused = answer(409, "{}", None);
+            assert_eq!(columns(&refused), (409, "{}".to_owned(), None));
+            assert_eq!(columns(&StoredAnswer::new(Vec::new())), (0, String::new(), None));
+        }
+    }
 }

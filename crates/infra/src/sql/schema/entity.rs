@@ -121,11 +121,14 @@ pub mod idempotency_key {
         pub key: String,
         /// The SHA-256 digest of the first request's method, path and body.
         pub fingerprint: Vec<u8>,
-        /// The stored response's status.
+        /// The first answer, as the API encoded it; `None` in a record the release before
+        /// the column stored.
+        pub answer: Option<Vec<u8>>,
+        /// The first answer's status, for the release before the `answer` column.
         pub status: i32,
-        /// Its body.
+        /// Its body, likewise.
         pub body: String,
-        /// Its `Location` header.
+        /// Its `Location` header, likewise.
         pub location: Option<String>,
         /// When the first request arrived.
         pub created_at: DateTimeUtc,

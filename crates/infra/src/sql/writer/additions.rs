@@ -19,9 +19,11 @@
 //! only addition is a plain one adds it on its own: one statement either way.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use animal_store_domain::{
-    IdempotencyRecord, IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, PetId, RenderPet,
+    AnswerEncoder, IdempotencyRecord, IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, PetId,
+    StoredAnswer,
 };
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::InsertStatement;
@@ -44,17 +46,18 @@ pub(crate) struct Addition {
     caller: Caller,
 }
 
-/// An addition's idempotency key, and how its response renders for the key's record.
+/// An addition's idempotency key, and the answer stored in the key's record.
 struct Keyed {
     write: IdempotentWrite,
-    /// Taken when the pet is added.
-    render: Option<RenderPet>,
+    answers: Arc<dyn AnswerEncoder>,
+    /// Encoded when the pet is added.
+    answer: Option<StoredAnswer>,
 }
 
 /// Where an addition's caller waits.
 enum Caller {
     Plain(Reply<Pet>),
-    Keyed(Reply<KeyUse<Pet>>),
+    Keyed(Reply<KeyUse<(Pet, StoredAnswer)>>),
 }
 
 impl Addition {
@@ -63,18 +66,18 @@ impl Addition {
         Self { pet: Some(pet), at, keyed: None, output: None, caller: Caller::Plain(reply) }
     }
 
-    /// Adding `pet` under `write`'s key, unless the key has an unexpired record: its response
-    /// rendered by `render` and stored with it.
+    /// Adding `pet` under `write`'s key, unless the key has an unexpired record: its answer
+    /// encoded by `answers` and stored with it.
     pub(crate) fn keyed(
         write: IdempotentWrite,
         pet: NewPet,
-        render: RenderPet,
-        reply: Reply<KeyUse<Pet>>,
+        answers: Arc<dyn AnswerEncoder>,
+        reply: Reply<KeyUse<(Pet, StoredAnswer)>>,
     ) -> Self {
         Self {
             pet: Some(pet),
             at: write.at,
-            keyed: Some(Keyed { write, render: Some(render) }),
+            keyed: Some(Keyed { write, answers, answer: None }),
             output: None,
             caller: Caller::Keyed(reply),
         }
@@ -83,9 +86,16 @@ impl Addition {
     /// Answers the caller once the transaction has ended (see
     /// [`Work::finish`](crate::sql::writer::thread::Work::finish)).
     pub(crate) fn finish(self, outcome: Result<(), animal_store_domain::RepositoryError>) {
-        let Self { output, caller, .. } = self;
+        let Self { output, caller, keyed, .. } = self;
         match caller {
-            Caller::Keyed(to) => reply(to, output, outcome),
+            Caller::Keyed(to) => {
+                let answer = keyed.and_then(|keyed| keyed.answer);
+                let output = output.and_then(|done| match done {
+                    KeyUse::First(pet) => answer.map(|answer| KeyUse::First((pet, answer))),
+                    KeyUse::Again(record) => Some(KeyUse::Again(record)),
+                });
+                reply(to, output, outcome);
+            }
             // A plain addition always adds its pet.
             Caller::Plain(to) => {
                 let pet = output.and_then(|done| match done {
@@ -107,9 +117,9 @@ impl Addition {
     fn added(&mut self, id: PetId) -> Result<Option<IdempotencyRecord>, DbErr> {
         let pet = Pet::from_new(id, self.pet.take().ok_or_else(misused)?);
         let record = match &mut self.keyed {
-            Some(Keyed { write, render }) => {
-                let render = render.take().ok_or_else(misused)?;
-                Some(IdempotencyRecord::of(write.clone(), render(&pet)))
+            Some(Keyed { write, answers, answer }) => {
+                let encoded = answer.insert(answers.pet_created(&pet));
+                Some(IdempotencyRecord::of(write.clone(), encoded.clone()))
             }
             None => None,
         };
@@ -137,7 +147,7 @@ impl Addition {
     /// Adds the pet on its own, with its own statements.
     async fn add_alone(&mut self, txn: &DatabaseTransaction) -> Result<(), DbErr> {
         let new = self.pet.take().ok_or_else(misused)?;
-        let Some(Keyed { write, render }) = &mut self.keyed else {
+        let Some(Keyed { write, answers, answer }) = &mut self.keyed else {
             self.output = Some(KeyUse::First(rows::pets::insert(txn, new).await?));
             return Ok(());
         };
@@ -146,8 +156,7 @@ impl Addition {
             return Ok(());
         }
         let pet = rows::pets::insert(txn, new).await?;
-        let render = render.take().ok_or_else(misused)?;
-        fill(txn, write, render(&pet)).await?;
+        fill(txn, write, answer.insert(answers.pet_created(&pet))).await?;
         self.output = Some(KeyUse::First(pet));
         Ok(())
     }

@@ -3,8 +3,10 @@
 //! and any other statements, run one job after the other; then the events of every change the jobs
 //! made, in one statement (see [`rows::events`](crate::sql::rows::events)).
 
+use std::sync::Arc;
+
 use animal_store_domain::{
-    IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RenderPet, RepositoryError,
+    AnswerEncoder, IdempotentWrite, KeyUse, NewEvent, NewPet, Pet, RepositoryError, StoredAnswer,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -155,7 +157,7 @@ impl Writer {
     }
 
     /// Adds `pet` under `write`'s key, unless the key has an unexpired record, which it
-    /// returns instead; the record stores the response `render` gives.
+    /// returns instead; the record stores the answer `answers` encodes.
     ///
     /// # Errors
     ///
@@ -164,9 +166,9 @@ impl Writer {
         &self,
         write: IdempotentWrite,
         pet: NewPet,
-        render: RenderPet,
-    ) -> Result<KeyUse<Pet>, RepositoryError> {
-        self.submit(|reply| Job::Add(Box::new(Addition::keyed(write, pet, render, reply)))).await
+        answers: Arc<dyn AnswerEncoder>,
+    ) -> Result<KeyUse<(Pet, StoredAnswer)>, RepositoryError> {
+        self.submit(|reply| Job::Add(Box::new(Addition::keyed(write, pet, answers, reply)))).await
     }
 }
 

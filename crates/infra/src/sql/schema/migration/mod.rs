@@ -23,6 +23,7 @@ mod m20261126_000009_events;
 mod m20261126_000010_webhooks;
 mod m20261128_000011_webhook_hardening;
 mod m20261202_000012_fan_out;
+mod m20261202_000013_stored_answers;
 mod rebuild;
 
 use sea_orm_migration::prelude::*;
@@ -65,6 +66,7 @@ fn steps() -> Vec<Step> {
     use m20261126_000010_webhooks as m10;
     use m20261128_000011_webhook_hardening as m11;
     use m20261202_000012_fan_out as m12;
+    use m20261202_000013_stored_answers as m13;
     vec![
         Step::new(m1::Migration, m1::COMPATIBILITY),
         Step::new(m2::Migration, m2::COMPATIBILITY),
@@ -78,6 +80,7 @@ fn steps() -> Vec<Step> {
         Step::new(m10::Migration, m10::COMPATIBILITY),
         Step::new(m11::Migration, m11::COMPATIBILITY),
         Step::new(m12::Migration, m12::COMPATIBILITY),
+        Step::new(m13::Migration, m13::COMPATIBILITY),
     ]
 }
 
