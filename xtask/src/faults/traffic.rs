@@ -6,7 +6,8 @@
 //! reaches and one a pro key (300 a minute), paced well under it. Each client alternates a
 //! read (`listPets`) and a keyed write (`createPet` with an `Idempotency-Key`) on a keep-alive
 //! connection, and records every answer or failure with its time. A client that places
-//! orders (the upgrade drill's) also orders each pet it has just added, with a key too.
+//! orders (the upgrade drill's) also orders each pet it has just added, with a key too, and
+//! then sends that pet's createPet again with its key, which must get the first answer back.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -33,16 +34,29 @@ pub struct Client {
     /// Behind the trusted proxy, or direct.
     pub proxied: bool,
     pub pace: Duration,
-    /// Whether every third request places an order for the pet the client added last.
+    /// Whether the client places an order for each pet it adds, then adds it again.
     pub orders: bool,
+}
+
+/// A keyed createPet's first answer: the `n`th request of its client sent it.
+struct FirstAnswer {
+    n: u64,
+    body: String,
 }
 
 /// What a request met.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// An answer: its status, whether it carried `Retry-After`, the pet a 201 added, and the
-    /// order a 201 placed.
-    Answer { status: u16, retry_after: bool, added: Option<(i64, String)>, placed: Option<i64> },
+    /// An answer: its status, whether it carried `Retry-After`, the pet a 201 added, the
+    /// order a 201 placed, and for a createPet sent again with its key, whether it got the
+    /// first answer back (201, `Idempotent-Replayed: true`, the same body).
+    Answer {
+        status: u16,
+        retry_after: bool,
+        added: Option<(i64, String)>,
+        placed: Option<i64>,
+        replayed: Option<bool>,
+    },
     /// No answer: the connection failed, or nothing came within the client's timeout.
     Broken(String),
 }
@@ -82,11 +96,14 @@ impl Traffic {
             tasks.push(tokio::spawn(async move {
                 let mut n = 0_u64;
                 let mut last_added = None;
+                let mut first = None;
                 while !stop.load(Ordering::Acquire) {
                     let started = Instant::now();
-                    let outcome = request(&http, &base, &client, n, last_added.take()).await;
+                    let last = (last_added.take(), first.as_ref());
+                    let (outcome, body) = request(&http, &base, &client, n, last).await;
                     if let Outcome::Answer { added: Some((id, _)), .. } = &outcome {
                         last_added = Some(*id);
+                        first = Some(FirstAnswer { n, body });
                     }
                     seen.lock().await.push(Seen { client: index, at: Instant::now(), outcome });
                     n += 1;
@@ -120,28 +137,29 @@ impl Traffic {
     }
 }
 
-/// The `n`th request of `client`: a read, then a keyed `createPet`, then, for a client that
-/// places orders, a keyed `placeOrder` for `last_added` (a read when it added none).
+/// The `n`th request of `client` and the body of its answer: a read, then a keyed
+/// `createPet`; then, for a client that places orders, a keyed `placeOrder` for the pet it
+/// added last, and that pet's `createPet` again with its key (a read when it added none).
 async fn request(
     http: &reqwest::Client,
     base: &str,
     client: &Client,
     n: u64,
-    last_added: Option<i64>,
-) -> Outcome {
-    let step = if client.orders { n % 3 } else { n % 2 };
-    let keyed = |path: &str, body: String| {
+    (last_added, first): (Option<i64>, Option<&FirstAnswer>),
+) -> (Outcome, String) {
+    let step = if client.orders { n % 4 } else { n % 2 };
+    let keyed = |path: &str, n: u64, body: String| {
         http.post(format!("{base}{path}"))
             .header("content-type", "application/json")
             .header("idempotency-key", format!("{}-{n}-{}", client.name, std::process::id()))
             .body(body)
     };
-    let mut builder = match (step, last_added) {
-        (1, _) => {
-            let name = format!("{} {n}", client.name);
-            keyed("/v1/pets", format!(r#"{{"name":"{name}","categoryId":3}}"#))
-        }
-        (2, Some(pet)) => keyed("/v1/store/orders", format!(r#"{{"petId":{pet}}}"#)),
+    let new_pet = |n: u64| format!(r#"{{"name":"{} {n}","categoryId":3}}"#, client.name);
+    let again = first.filter(|_| step == 3);
+    let mut builder = match (step, last_added, again) {
+        (1, _, _) => keyed("/v1/pets", n, new_pet(n)),
+        (2, Some(pet), _) => keyed("/v1/store/orders", n, format!(r#"{{"petId":{pet}}}"#)),
+        (3, _, Some(first)) => keyed("/v1/pets", first.n, new_pet(first.n)),
         _ => http.get(format!("{base}/v1/pets?limit=5")),
     };
     builder = builder.bearer_auth(&client.key);
@@ -150,14 +168,20 @@ async fn request(
     }
     let response = match builder.send().await {
         Ok(response) => response,
-        Err(err) => return Outcome::Broken(error_chain(&err)),
+        Err(err) => return (Outcome::Broken(error_chain(&err)), String::new()),
     };
     let status = response.status().as_u16();
     let retry_after = response.headers().contains_key("retry-after");
+    let replay = response.headers().get("idempotent-replayed").is_some_and(|v| v == "true");
     let body = match response.text().await {
         Ok(body) => body,
-        Err(err) => return Outcome::Broken(error_chain(&err)),
+        Err(err) => return (Outcome::Broken(error_chain(&err)), String::new()),
     };
+    if let Some(first) = again {
+        let replayed = Some(status == 201 && replay && body == first.body);
+        let outcome = Outcome::Answer { status, retry_after, added: None, placed: None, replayed };
+        return (outcome, body);
+    }
     let created =
         (status == 201).then(|| serde_json::from_str::<serde_json::Value>(&body).ok()).flatten();
     // An order names its pet; a pet does not.
@@ -166,7 +190,7 @@ async fn request(
         Some(pet) => (pet["id"].as_i64().zip(pet["name"].as_str().map(str::to_owned)), None),
         None => (None, None),
     };
-    Outcome::Answer { status, retry_after, added, placed }
+    (Outcome::Answer { status, retry_after, added, placed, replayed: None }, body)
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {

@@ -39,28 +39,42 @@ struct Counts {
     server_errors: usize,
     broken: usize,
     writes: usize,
+    replays: usize,
+    /// Replays that did not get the first answer back.
+    unlike: usize,
 }
 
 impl Counts {
     fn add(&mut self, outcome: &Outcome) {
         self.requests += 1;
         match outcome {
-            Outcome::Answer { status, added, placed, .. } => {
+            Outcome::Answer { status, added, placed, replayed, .. } => {
                 match status {
                     200..=299 => self.success += 1,
                     400..=499 => self.client_errors += 1,
                     _ => self.server_errors += 1,
                 }
                 self.writes += usize::from(added.is_some()) + usize::from(placed.is_some());
+                self.replays += usize::from(replayed.is_some());
+                self.unlike += usize::from(*replayed == Some(false));
             }
             Outcome::Broken(_) => self.broken += 1,
         }
     }
 
     fn row(&self, name: &str) -> String {
-        let Self { requests, success, client_errors, server_errors, broken, writes } = self;
+        let Self {
+            requests,
+            success,
+            client_errors,
+            server_errors,
+            broken,
+            writes,
+            replays,
+            unlike,
+        } = self;
         format!(
-            "| {name} | {requests} | {success} | {client_errors} | {server_errors} | {broken} | {writes} |\n"
+            "| {name} | {requests} | {success} | {client_errors} | {server_errors} | {broken} | {writes} | {replays} | {unlike} |\n"
         )
     }
 }
@@ -79,10 +93,13 @@ impl Report {
     pub fn table(&self, base: &str) -> String {
         let mut table = format!(
             "From `{base}` to the working tree, {INSTANCES} instances on PostgreSQL behind nginx, \
-             4 clients through nginx (each a read, a keyed createPet, and a keyed placeOrder \
-             for that pet, every 10 ms), {} s between steps:\n\n\
-             | phase | requests | 2xx | 4xx | 5xx | connection errors | writes acknowledged |\n\
-             |---|---|---|---|---|---|---|\n",
+             4 clients through nginx (each a read, a keyed createPet, a keyed placeOrder \
+             for that pet, and the createPet again with its key, every 10 ms; nginx spreads \
+             the requests over the instances, so a replay may meet another version than the \
+             first answer), {} s between steps:\n\n\
+             | phase | requests | 2xx | 4xx | 5xx | connection errors | writes acknowledged \
+             | replays | replays unlike the first answer |\n\
+             |---|---|---|---|---|---|---|---|---|\n",
             SETTLE.as_secs()
         );
         let counts = self.counts();
@@ -121,9 +138,12 @@ impl Report {
             total.add(&one.outcome);
         }
         let failed = total.requests - total.success;
-        match (failed, self.lost.len()) {
-            (0, 0) => None,
-            (failed, lost) => Some(format!("{failed} request(s) failed, {lost} write(s) lost")),
+        match (failed, self.lost.len(), total.unlike) {
+            (0, 0, 0) => None,
+            (failed, lost, unlike) => Some(format!(
+                "{failed} request(s) failed, {lost} write(s) lost, {unlike} replay(s) unlike \
+                 the first answer"
+            )),
         }
     }
 }
