@@ -10,9 +10,8 @@
 //! read (`docs/security.md#what-the-service-defends`).
 //!
 //! hyper hides the first form: it reads the body as chunked and leaves `Content-Length` out
-//! of the headers it hands on. So the socket shows the bytes of each request head it reads to
-//! a [`HeadScan`], which parses the complete head with `httparse` (hyper's own parser) and
-//! marks the connection when it holds both fields. hyper itself refuses a
+//! of the headers it hands on. So the socket shows each request head it reads to a
+//! [`HeadScan`], and marks the connection when one holds both fields. hyper itself refuses a
 //! `Transfer-Encoding` whose last coding is not `chunked` (`gzip`, `chunked, gzip`), with a
 //! bare `400` and the close; other lists and repeated headers reach [`refused`].
 
@@ -27,43 +26,66 @@ const BOTH: &str = "the request gives both Content-Length and Transfer-Encoding,
 const NOT_CHUNKED: &str = "Transfer-Encoding must be chunked, given once, or left out: send \
                            Content-Length or Transfer-Encoding: chunked alone";
 
-/// The most fields a head may hold: hyper's limit, past which it refuses the request itself.
-const MOST_FIELDS: usize = 100;
+/// The field names looked for, with their colon: a field name ends there (RFC 9112 §5).
+const CONTENT_LENGTH_LINE: &[u8] = b"content-length:";
+const TRANSFER_ENCODING_LINE: &[u8] = b"transfer-encoding:";
+/// The bytes of a line kept: enough for the longer name.
+const KEPT: usize = TRANSFER_ENCODING_LINE.len();
 
-/// One request head's bytes, kept until the empty line that ends it, then parsed once.
+/// One request head's lines, read for its framing fields up to the empty line that ends it.
+/// Only the first bytes of a line are kept, however long it is.
 #[derive(Debug, Default)]
 pub struct HeadScan {
-    head: Vec<u8>,
+    /// The first bytes of the current line, and how many of them are filled.
+    start: [u8; KEPT],
+    kept: usize,
+    /// How long the current line is so far, in bytes.
+    length: usize,
+    /// The head's lines so far, blank lines before it aside.
+    lines: usize,
+    /// The head has ended.
     ended: bool,
+    content_length: bool,
+    transfer_encoding: bool,
 }
 
 impl HeadScan {
     /// Reads the next bytes of the head; whether it has shown both framing fields.
     pub fn read(&mut self, bytes: &[u8]) -> bool {
-        if self.ended {
-            return false;
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            if self.ended {
+                break;
+            }
+            let line = piece.strip_suffix(b"\n").unwrap_or(piece);
+            let take = line.len().min(KEPT - self.kept);
+            self.start[self.kept..self.kept + take].copy_from_slice(&line[..take]);
+            self.kept += take;
+            self.length = self.length.saturating_add(line.len());
+            if line.len() < piece.len() {
+                self.end_line();
+            }
         }
-        // Only the new bytes, and the three before them, can hold the head's end.
-        let from = self.head.len().saturating_sub(3);
-        self.head.extend_from_slice(bytes);
-        let tail = &self.head[from..];
-        // A line ends with CRLF, or a bare LF, which hyper accepts too.
-        if !tail.windows(2).any(|end| end == b"\n\n")
-            && !tail.windows(3).any(|end| end == b"\n\r\n")
-        {
-            return false;
-        }
-        let mut fields = [httparse::EMPTY_HEADER; MOST_FIELDS];
-        let mut request = httparse::Request::new(&mut fields);
-        if let Ok(httparse::Status::Partial) = request.parse(&self.head) {
-            // Blank lines before the request line, which a server ignores.
-            return false;
-        }
-        let named = |name: &str| request.headers.iter().any(|f| f.name.eq_ignore_ascii_case(name));
-        let both = named("content-length") && named("transfer-encoding");
-        (self.ended, self.head) = (true, Vec::new());
-        both
+        self.content_length && self.transfer_encoding
     }
+
+    fn end_line(&mut self) {
+        let line = &self.start[..self.kept];
+        // A line ends with CRLF, or a bare LF, which hyper accepts too.
+        if self.length == 0 || (self.length == 1 && line == b"\r") {
+            self.ended = self.lines > 0;
+        } else {
+            self.lines += 1;
+            self.content_length |= starts_with_name(line, CONTENT_LENGTH_LINE);
+            self.transfer_encoding |= starts_with_name(line, TRANSFER_ENCODING_LINE);
+        }
+        self.kept = 0;
+        self.length = 0;
+    }
+}
+
+/// Whether `line` starts with the field name `name` (lowercase), in any case.
+fn starts_with_name(line: &[u8], name: &[u8]) -> bool {
+    line.get(..name.len()).is_some_and(|start| start.eq_ignore_ascii_case(name))
 }
 
 /// Why a request is refused for its framing, if it is: `headers` are those hyper hands on,
@@ -98,10 +120,7 @@ mod tests {
             assert!(marks(both, piece), "{piece}");
             assert!(marks(reversed, piece), "{piece}");
         }
-        let long = format!(
-            "POST / HTTP/1.1\r\nX-Long: {}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
-            "a".repeat(100_000)
-        );
+        let long = format!("GET / HTTP/1.1\r\nX-Long: {}\r\n{both}", "a".repeat(100_000));
         assert!(marks(&long, 4096));
     }
 
